@@ -1,0 +1,166 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#define OFX_LOG_SUBSYS OFX_SUBSYS_CM
+#include "cr.h"
+#include "cm.h"
+#include "ep.h"
+#include "ia.h"
+#include "log.h"
+#include "sp.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <arpa/inet.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* Consumer accept data cap (REP area minus room for rdma_cm, as stock). */
+#define OFX_ACCEPT_PDATA_MAX 160
+/* Consumer reject data cap: the IB REJ area (148) minus stock's header. */
+#define OFX_REJECT_PDATA_MAX 144
+
+DAT_RETURN ofx_cr_query(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM *param)
+{
+	struct ofx_cr *cr = ofx_cr_from_handle(cr_handle);
+
+	if (!cr)
+		return ofx_invalid_handle(OFX_OBJ_CR);
+	if (!param)
+		return OFX_INVALID_ARG(3);
+	memset(param, 0, sizeof(*param));
+	param->remote_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&cr->remote_addr;
+	param->remote_port_qual = 0;
+	param->private_data_size = cr->pdata_len;
+	param->private_data = cr->pdata_len ? cr->pdata : NULL;
+	param->local_ep_handle = cr->ep ? (DAT_EP_HANDLE)cr->ep : DAT_HANDLE_NULL;
+	return DAT_SUCCESS;
+}
+
+static void cr_free(struct ofx_cr *cr)
+{
+	ofx_obj_fini(&cr->obj);
+	free(cr);
+}
+
+/* Rejects with stock's 4-byte header in front of the consumer's bytes. */
+static int cr_send_reject(struct rdma_cm_id *id, const void *pdata, int len)
+{
+	unsigned char buf[OFX_REJ_HDR_LEN + OFX_REJECT_PDATA_MAX];
+	uint32_t hdr = htonl(OFX_REJ_HDR);
+	int ret = 0;
+
+	memcpy(buf, &hdr, sizeof(hdr));
+	if (len)
+		memcpy(buf + OFX_REJ_HDR_LEN, pdata, len);
+	if (ofx_verbs->reject(id, buf, (uint8_t)(OFX_REJ_HDR_LEN + len))) {
+		ret = -errno;
+		ofx_warn("rdma_reject: %m");
+	}
+	return ret;
+}
+
+/* Takes the CR off its SP's list; false if someone else already did. */
+static bool cr_unlink(struct ofx_cr *cr)
+{
+	struct ofx_sp *sp = cr->sp;
+	bool linked;
+
+	pthread_mutex_lock(&sp->lock);
+	linked = !ofx_list_empty(&cr->sp_link);
+	if (linked)
+		ofx_list_del(&cr->sp_link);
+	pthread_mutex_unlock(&sp->lock);
+	return linked;
+}
+
+static void cr_release_ep(struct ofx_cr *cr)
+{
+	if (!cr->ep)
+		return;
+	pthread_mutex_lock(&cr->ep->lock);
+	if (cr->ep->state == OFX_EP_PASSIVE_PENDING)
+		cr->ep->state = OFX_EP_UNCONNECTED;
+	pthread_mutex_unlock(&cr->ep->lock);
+}
+
+DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_COUNT pdata_len,
+			 const DAT_PVOID pdata)
+{
+	struct ofx_cr *cr = ofx_cr_from_handle(cr_handle);
+	struct ofx_ep *ep;
+	struct ofx_sp *sp;
+	struct rdma_cm_id *id;
+	int ret;
+
+	if (!cr)
+		return ofx_invalid_handle(OFX_OBJ_CR);
+	ep = ep_handle ? ofx_ep_from_handle(ep_handle) : cr->ep;
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (pdata_len < 0 || pdata_len > OFX_ACCEPT_PDATA_MAX || (pdata_len && !pdata))
+		return OFX_INVALID_ARG(3);
+	sp = cr->sp;
+
+	pthread_mutex_lock(&sp->lock);
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state != OFX_EP_UNCONNECTED &&
+	    !(ep == cr->ep && ep->state == OFX_EP_PASSIVE_PENDING)) {
+		pthread_mutex_unlock(&ep->lock);
+		pthread_mutex_unlock(&sp->lock);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	}
+	if (cr->dead) {
+		ret = -ECONNABORTED;
+		ofx_info("cr %p: the peer is gone, accept fails", (void *)cr);
+	} else {
+		ret = ofx_cm_accept(ep, cr, pdata, pdata_len);
+	}
+	ofx_list_del(&cr->sp_link);
+	pthread_mutex_unlock(&ep->lock);
+	pthread_mutex_unlock(&sp->lock);
+
+	if (!ret) {
+		cr_free(cr);
+		return DAT_SUCCESS;
+	}
+	/* the request cannot be served any more: refuse it and drop the CR */
+	id = cr->cm_id;
+	cr->cm_id = NULL;
+	if (id) {
+		cr_send_reject(id, NULL, 0);
+		ofx_verbs->destroy_id(id);
+	}
+	cr_release_ep(cr);
+	cr_free(cr);
+	return ret == -ECONNABORTED ? OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE)
+				    : ofx_dat_status(ret, OFX_OBJ_CR);
+}
+
+DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_len, const DAT_PVOID pdata)
+{
+	struct ofx_cr *cr = ofx_cr_from_handle(cr_handle);
+	int ret;
+
+	if (!cr)
+		return ofx_invalid_handle(OFX_OBJ_CR);
+	if (pdata_len < 0 || pdata_len > OFX_REJECT_PDATA_MAX || (pdata_len && !pdata))
+		return OFX_INVALID_ARG(2);
+	cr_unlink(cr);
+	ret = cr_send_reject(cr->cm_id, pdata, pdata_len);
+	ofx_verbs->destroy_id(cr->cm_id);
+	cr->cm_id = NULL;
+	cr_release_ep(cr);
+	cr_free(cr);
+	return ofx_dat_status(ret, OFX_OBJ_CR);
+}
+
+void ofx_cr_destroy(struct ofx_cr *cr)
+{
+	cr_unlink(cr);
+	if (cr->cm_id) {
+		cr_send_reject(cr->cm_id, NULL, 0);
+		ofx_verbs->destroy_id(cr->cm_id);
+		cr->cm_id = NULL;
+	}
+	cr_release_ep(cr);
+	cr_free(cr);
+}

@@ -1,0 +1,41 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_CR_H
+#define OFX_CR_H
+
+#include <sys/socket.h>
+#include <rdma/rdma_cma.h>
+#include "obj.h"
+#include "pdata.h"
+
+struct ofx_sp;
+struct ofx_ep;
+
+/*
+ * A connection request: owns the cm_id rdma_cm created for the incoming REQ
+ * until it is accepted (the id moves to the EP) or rejected (destroyed).
+ */
+struct ofx_cr {
+	struct ofx_obj obj;
+	struct ofx_sp *sp;
+	struct ofx_list sp_link;	/* in sp->crs, guarded by sp->lock */
+	bool dead;			/* the peer gave up (REJ/timeout) before accept */
+	struct rdma_cm_id *cm_id;
+	struct ofx_ep *ep;		/* provider-created or RSP EP, else NULL */
+	struct sockaddr_storage remote_addr;
+	struct rdma_conn_param req_param; /* initiator depth etc. from the REQ */
+	unsigned char pdata[256];	/* consumer part of the REQ data */
+	DAT_COUNT pdata_len;
+	bool has_hdr;			/* REQ carried our provider header */
+	struct ofx_pdata_hdr hdr;
+};
+OFX_DEFINE_FROM_HANDLE(cr, CR)
+
+DAT_RETURN ofx_cr_query(DAT_CR_HANDLE cr, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM *param);
+DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr, DAT_EP_HANDLE ep, DAT_COUNT pdata_len,
+			 const DAT_PVOID pdata);
+DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr, DAT_COUNT pdata_len, const DAT_PVOID pdata);
+
+/* ia_close / sp_free cleanup: rejects and frees. */
+void ofx_cr_destroy(struct ofx_cr *cr);
+
+#endif

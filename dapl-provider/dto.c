@@ -1,0 +1,202 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "dto.h"
+
+#define OFX_LOG_SUBSYS OFX_SUBSYS_DTO
+#include "ep.h"
+#include "log.h"
+#include "status.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <dat2/udat.h>
+#include <dat2/dat_ib_extensions.h>
+
+_Static_assert(sizeof(DAT_IB_EXTENSION_EVENT_DATA) <=
+	       sizeof(((DAT_EVENT *)0)->event_extension_data),
+	       "IB extension event data must fit in event_extension_data");
+
+int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size, struct ofx_ep *ep)
+{
+	uint32_t i;
+
+	memset(ring, 0, sizeof(*ring));
+	if (size) {
+		ring->slots = calloc(size, sizeof(*ring->slots));
+		if (!ring->slots)
+			return -ENOMEM;
+	}
+	for (i = 0; i < size; i++)
+		ring->slots[i].ep = ep;
+	ring->size = size;
+	atomic_init(&ring->head, 0);
+	atomic_init(&ring->tail, 0);
+	return 0;
+}
+
+void ofx_cookie_ring_fini(struct ofx_cookie_ring *ring)
+{
+	free(ring->slots);
+	ring->slots = NULL;
+	ring->size = 0;
+}
+
+void ofx_cookie_ring_reset(struct ofx_cookie_ring *ring)
+{
+	atomic_store_explicit(&ring->tail, atomic_load_explicit(&ring->head, memory_order_relaxed),
+			      memory_order_release);
+	ring->unsignaled = 0;
+}
+
+struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	struct ofx_cookie *c;
+
+	if (!ring->size || head - tail >= ring->size)
+		return NULL;
+	c = &ring->slots[head % ring->size];
+	c->seq = head;
+	return c;
+}
+
+void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring)
+{
+	atomic_fetch_add_explicit(&ring->head, 1, memory_order_release);
+}
+
+/*
+ * The completion of a work request can be polled by another thread between
+ * the post and the poster's commit, so `seq` may equal head here.  Moving
+ * tail past head for that short window is deliberate: the commit that
+ * follows brings head level again and nothing is lost.
+ */
+void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq)
+{
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+
+	if (seq < tail)
+		return;
+	atomic_store_explicit(&ring->tail, seq + 1, memory_order_release);
+}
+
+uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring)
+{
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_acquire);
+
+	return head > tail ? (uint32_t)(head - tail) : 0;
+}
+
+static bool dto_op_is_rtr(uint8_t op)
+{
+	return op == OFX_OP_RTR_SEND || op == OFX_OP_RTR_RECV ||
+	       op == OFX_OP_RTR_WRITE || op == OFX_OP_RTR_READ;
+}
+
+/* Fills the IB extension part of a DAT_IB_DTO_EVENT. */
+static void dto_ext_fill(DAT_EVENT *ev, DAT_IB_EXT_TYPE type, DAT_IB_DTOS op,
+			 const struct ibv_wc *wc, bool with_imm)
+{
+	DAT_IB_EXTENSION_EVENT_DATA *ext = (DAT_IB_EXTENSION_EVENT_DATA *)ev->event_extension_data;
+
+	ev->event_number = (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT;
+	ev->event_data.dto_completion_event_data.operation = (DAT_DTOS)op;
+	ext->type = type;
+	ext->status = wc->status == IBV_WC_SUCCESS ? DAT_OP_SUCCESS : DAT_IB_OP_ERR;
+	/* Host order on the wire, as stock does (contract section 5). */
+	if (with_imm)
+		ext->val.immed.data = (DAT_UINT32)wc->imm_data;
+}
+
+bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
+{
+	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
+	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
+	bool ok = wc->status == IBV_WC_SUCCESS;
+	struct ofx_cookie c;
+	struct ofx_ep *ep;
+
+	*notify_ep_p = NULL;
+	if (!slot || !slot->ep) {
+		ofx_warn("completion with no cookie: qp 0x%x status %s", wc->qp_num,
+			 ibv_wc_status_str(wc->status));
+		return false;
+	}
+	/* Copy first: once retired the slot may be reused by the poster. */
+	c = *slot;
+	ep = c.ep;
+
+	if (dto_op_is_rtr(c.op))
+		; /* ep->rtr_cookie: not in a ring */
+	else if (c.op == OFX_OP_RECV)
+		ofx_cookie_ring_retire(&ep->recv_ring, c.seq);
+	else
+		ofx_cookie_ring_retire(&ep->send_ring, c.seq);
+
+	if (!ok && wc->status != IBV_WC_WR_FLUSH_ERR) {
+		/* the consumer gets the status; ofx_ep_dto_notify reports a broken EP */
+		ofx_dbg("dto error: qp 0x%x op %u status %s vendor_err 0x%x", wc->qp_num, c.op,
+			ibv_wc_status_str(wc->status), wc->vendor_err);
+		*notify_ep_p = ep;
+	} else if (!ok) {
+		ofx_dbg_data("dto flushed: qp 0x%x op %u", wc->qp_num, c.op);
+	}
+	if (dto_op_is_rtr(c.op)) {
+		*notify_ep_p = ep;
+		return false;
+	}
+	if (c.flags & OFX_COOKIE_F_INTERNAL)
+		return false;
+	if (ok && (c.flags & OFX_COOKIE_F_SUPPRESS))
+		return false;
+
+	memset(ev, 0, sizeof(*ev));
+	ev->event_number = DAT_DTO_COMPLETION_EVENT;
+	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
+	dto->user_cookie = c.user;
+	dto->status = ofx_dto_status(wc->status);
+	dto->rmr_context = 0;
+
+	switch (c.op) {
+	case OFX_OP_SEND:
+		dto->operation = DAT_DTO_SEND;
+		dto->transfered_length = c.len;
+		break;
+	case OFX_OP_RDMA_WRITE:
+		dto->operation = DAT_DTO_RDMA_WRITE;
+		dto->transfered_length = c.len;
+		break;
+	case OFX_OP_RDMA_READ:
+		dto->operation = DAT_DTO_RDMA_READ;
+		dto->transfered_length = ok ? wc->byte_len : 0;
+		break;
+	case OFX_OP_RECV:
+		dto->operation = DAT_DTO_RECEIVE;
+		dto->transfered_length = ok ? wc->byte_len : 0;
+		/* wc->opcode and wc_flags are only valid on success */
+		if (ok && wc->opcode == IBV_WC_RECV_RDMA_WITH_IMM)
+			dto_ext_fill(ev, DAT_IB_RDMA_WRITE_IMMED_DATA, DAT_IB_DTO_RECV_IMMED, wc,
+				     true);
+		else if (ok && (wc->wc_flags & IBV_WC_WITH_IMM))
+			dto_ext_fill(ev, DAT_IB_RECV_IMMED_DATA, DAT_IB_DTO_RECV_MSG_IMMED, wc,
+				     true);
+		break;
+	case OFX_OP_WRITE_IMM:
+		dto->transfered_length = c.len;
+		dto_ext_fill(ev, DAT_IB_RDMA_WRITE_IMMED, DAT_IB_DTO_RDMA_WRITE_IMMED, wc, false);
+		break;
+	case OFX_OP_CMP_SWAP:
+		dto->transfered_length = c.len;
+		dto_ext_fill(ev, DAT_IB_CMP_AND_SWAP, DAT_IB_DTO_CMP_SWAP, wc, false);
+		break;
+	case OFX_OP_FETCH_ADD:
+		dto->transfered_length = c.len;
+		dto_ext_fill(ev, DAT_IB_FETCH_AND_ADD, DAT_IB_DTO_FETCH_ADD, wc, false);
+		break;
+	default:
+		ofx_warn("completion for unknown cookie op %u: qp 0x%x", c.op, wc->qp_num);
+		return false;
+	}
+	return true;
+}

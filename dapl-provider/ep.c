@@ -1,0 +1,893 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#define OFX_LOG_SUBSYS OFX_SUBSYS_EP
+#include "ep.h"
+#include "cm.h"
+#include "cr.h"
+#include "evd.h"
+#include "ia.h"
+#include "log.h"
+#include "progress.h"
+#include "pz.h"
+#include "sp.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <netinet/in.h>
+
+/* Stock defaults for an EP created with attr == NULL (contract 4.5). */
+#define OFX_EP_DEFAULT_DTOS 16
+#define OFX_EP_DEFAULT_IOV 4
+#define OFX_EP_DEFAULT_RD_ATOM 4
+#define OFX_MSG_SIZE_CAP 0x80000000u
+
+static const char *const ep_state_names[] = {
+#define OFX_EP_STATE_NAME(name, dat) [OFX_EP_##name] = #name,
+	OFX_EP_STATES(OFX_EP_STATE_NAME)
+#undef OFX_EP_STATE_NAME
+};
+
+static const DAT_EP_STATE ep_state_dat[] = {
+#define OFX_EP_STATE_DAT(name, dat) [OFX_EP_##name] = dat,
+	OFX_EP_STATES(OFX_EP_STATE_DAT)
+#undef OFX_EP_STATE_DAT
+};
+
+const char *ofx_ep_state_str(enum ofx_ep_state state)
+{
+	return (size_t)state < OFX_ARRAY_SIZE(ep_state_names) ? ep_state_names[state] : "?";
+}
+
+DAT_EP_STATE ofx_ep_state_dat(enum ofx_ep_state state)
+{
+	return ep_state_dat[state];
+}
+
+static int min_int(long a, long b)
+{
+	return a < b ? a : b;
+}
+
+static void ep_default_attr(const struct ofx_ia *ia, DAT_EP_ATTR *attr)
+{
+	const struct ibv_device_attr *dev = &ia->dev_attr;
+	uint32_t msg = ia->port_attr.max_msg_sz < OFX_MSG_SIZE_CAP ? ia->port_attr.max_msg_sz
+								   : OFX_MSG_SIZE_CAP;
+
+	memset(attr, 0, sizeof(*attr));
+	attr->service_type = DAT_SERVICE_TYPE_RC;
+	attr->max_message_size = msg;
+	attr->max_rdma_size = msg;
+	attr->qos = DAT_QOS_BEST_EFFORT;
+	attr->recv_completion_flags = DAT_COMPLETION_EVD_THRESHOLD_FLAG;
+	attr->request_completion_flags = DAT_COMPLETION_EVD_THRESHOLD_FLAG;
+	attr->max_recv_dtos = min_int(OFX_EP_DEFAULT_DTOS, dev->max_qp_wr - 1);
+	attr->max_request_dtos = min_int(OFX_EP_DEFAULT_DTOS, dev->max_qp_wr - 1);
+	attr->max_recv_iov = min_int(OFX_EP_DEFAULT_IOV, dev->max_sge);
+	attr->max_request_iov = min_int(OFX_EP_DEFAULT_IOV, dev->max_sge);
+	attr->max_rdma_read_in = min_int(OFX_EP_DEFAULT_RD_ATOM, dev->max_qp_rd_atom);
+	attr->max_rdma_read_out = min_int(OFX_EP_DEFAULT_RD_ATOM, dev->max_qp_init_rd_atom);
+	attr->max_rdma_read_iov = ia->transport == OFX_TRANSPORT_IWARP ? 1 : attr->max_request_iov;
+	attr->max_rdma_write_iov = attr->max_request_iov;
+}
+
+static int ep_dto_limit(const struct ofx_ia *ia)
+{
+	int limit = ia->dev_attr.max_qp_wr - 1; /* one WR kept for the p2p RTR */
+
+	if (ia->cfg.wr_max && (int)ia->cfg.wr_max < limit)
+		limit = ia->cfg.wr_max;
+	return limit;
+}
+
+/* Checks consumer EP attributes against the device (INVALID_PARAMETER/ARG6). */
+static int ep_check_attr(const struct ofx_ia *ia, const DAT_EP_ATTR *a, bool has_recv_evd,
+			 bool has_req_evd, bool has_srq)
+{
+	const struct ibv_device_attr *dev = &ia->dev_attr;
+	int dto_limit = ep_dto_limit(ia);
+
+	if (a->service_type != DAT_SERVICE_TYPE_RC) {
+		ofx_err("ep attr: service type %d is not RC", a->service_type);
+		return -EINVAL;
+	}
+	if (a->max_recv_dtos < 0 || a->max_request_dtos < 0 || a->max_recv_iov < 0 ||
+	    a->max_request_iov < 0 || a->max_rdma_read_in < 0 || a->max_rdma_read_out < 0) {
+		ofx_err("ep attr: negative limit");
+		return -EINVAL;
+	}
+	if (!has_srq && ((a->max_recv_dtos > 0) != has_recv_evd)) {
+		ofx_err("ep attr: max_recv_dtos %d does not match recv evd %s", a->max_recv_dtos,
+			has_recv_evd ? "given" : "absent");
+		return -EINVAL;
+	}
+	if ((a->max_request_dtos > 0) != has_req_evd) {
+		ofx_err("ep attr: max_request_dtos %d does not match request evd %s",
+			a->max_request_dtos, has_req_evd ? "given" : "absent");
+		return -EINVAL;
+	}
+	if (has_recv_evd && !has_srq && a->max_recv_iov <= 0) {
+		ofx_err("ep attr: max_recv_iov must be > 0 with a recv evd");
+		return -EINVAL;
+	}
+	if (a->max_recv_dtos > dto_limit || a->max_request_dtos > dto_limit ||
+	    a->max_recv_iov > dev->max_sge || a->max_request_iov > dev->max_sge ||
+	    a->max_rdma_read_in > dev->max_qp_rd_atom ||
+	    a->max_rdma_read_out > dev->max_qp_init_rd_atom ||
+	    a->max_message_size > ia->port_attr.max_msg_sz ||
+	    a->max_rdma_size > ia->port_attr.max_msg_sz) {
+		ofx_err("ep attr beyond device %s limits: dtos %d/%d (max %d) iov %d/%d (max %d) "
+			"rd %d/%d (max %d/%d) msg %u rdma %u (max %u)",
+			ibv_get_device_name(ia->verbs->device), a->max_recv_dtos,
+			a->max_request_dtos, dto_limit, a->max_recv_iov, a->max_request_iov,
+			dev->max_sge, a->max_rdma_read_in, a->max_rdma_read_out,
+			dev->max_qp_rd_atom, dev->max_qp_init_rd_atom, a->max_message_size,
+			a->max_rdma_size, ia->port_attr.max_msg_sz);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Reads the per-EP "P2P" provider-specific attribute ("on"/"off"). */
+static int ep_parse_p2p_attr(const DAT_EP_ATTR *a, enum ofx_tristate *p2p_p)
+{
+	*p2p_p = OFX_AUTO;
+	if (a->ep_provider_specific_count < 0 ||
+	    (a->ep_provider_specific_count > 0 && !a->ep_provider_specific))
+		return -EINVAL;
+	for (int i = 0; i < a->ep_provider_specific_count; i++) {
+		const DAT_NAMED_ATTR *na = &a->ep_provider_specific[i];
+
+		if (!na->name || strcmp(na->name, "P2P"))
+			continue;
+		if (na->value && !strcasecmp(na->value, "on")) {
+			*p2p_p = OFX_ON;
+		} else if (na->value && !strcasecmp(na->value, "off")) {
+			*p2p_p = OFX_OFF;
+		} else {
+			ofx_err("ep attr P2P=%s: expected on or off", na->value ? na->value : "");
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static struct ibv_cq *ep_cq(struct ofx_ia *ia, struct ofx_evd *evd)
+{
+	return evd && evd->cq ? evd->cq : ia->empty_cq;
+}
+
+static int ep_create_qp(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	struct ibv_qp_init_attr_ex init = {
+		.qp_context = ep,
+		.send_cq = ep_cq(ia, ep->req_evd),
+		.recv_cq = ep_cq(ia, ep->recv_evd),
+		.cap = {
+			/* +1: room for the provider's RTR on either queue */
+			.max_send_wr = ep->attr.max_request_dtos + 1,
+			.max_recv_wr = ep->attr.max_recv_dtos + 1,
+			.max_send_sge = ep->attr.max_request_iov ? ep->attr.max_request_iov : 1,
+			.max_recv_sge = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1,
+			.max_inline_data = ia->max_inline,
+		},
+		.qp_type = IBV_QPT_RC,
+		.sq_sig_all = 0,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = ep->pz->pd,
+	};
+
+	ep->qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
+	if (!ep->qp) {
+		int ret = -errno;
+
+		ofx_err("create rc qp on %s (send %u recv %u sge %u/%u inline %u): %m",
+			ibv_get_device_name(ia->verbs->device), init.cap.max_send_wr,
+			init.cap.max_recv_wr, init.cap.max_send_sge, init.cap.max_recv_sge,
+			init.cap.max_inline_data);
+		return ret ? ret : -ENOMEM;
+	}
+	ep->max_inline = init.cap.max_inline_data;
+	ofx_dbg("ep %p qp 0x%x created", (void *)ep, ep->qp->qp_num);
+	return 0;
+}
+
+static int ep_init_rings(struct ofx_ep *ep)
+{
+	int ret;
+	uint32_t sges = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
+
+	ret = ofx_cookie_ring_init(&ep->send_ring, ep->attr.max_request_dtos + 1, ep);
+	if (ret)
+		return ret;
+	ret = ofx_cookie_ring_init(&ep->recv_ring, ep->attr.max_recv_dtos + 1, ep);
+	if (ret)
+		goto err_send;
+	ep->recv_sges = calloc((size_t)ep->recv_ring.size * sges, sizeof(*ep->recv_sges));
+	if (!ep->recv_sges) {
+		ret = -ENOMEM;
+		goto err_recv;
+	}
+	return 0;
+
+err_recv:
+	ofx_cookie_ring_fini(&ep->recv_ring);
+err_send:
+	ofx_cookie_ring_fini(&ep->send_ring);
+	return ret;
+}
+
+static void ep_take_refs(struct ofx_ep *ep)
+{
+	atomic_fetch_add(&ep->pz->refs, 1);
+	if (ep->recv_evd)
+		ofx_evd_get(ep->recv_evd);
+	if (ep->req_evd)
+		ofx_evd_get(ep->req_evd);
+	if (ep->conn_evd)
+		ofx_evd_get(ep->conn_evd);
+}
+
+static void ep_drop_refs(struct ofx_ep *ep)
+{
+	atomic_fetch_sub(&ep->pz->refs, 1);
+	if (ep->recv_evd)
+		ofx_evd_put(ep->recv_evd);
+	if (ep->req_evd)
+		ofx_evd_put(ep->req_evd);
+	if (ep->conn_evd)
+		ofx_evd_put(ep->conn_evd);
+}
+
+/* Resolves an optional EVD handle that must carry `flag`; -EBADF if wrong. */
+static int ep_evd_arg(DAT_EVD_HANDLE h, DAT_EVD_FLAGS flag, struct ofx_evd **evd_p)
+{
+	*evd_p = NULL;
+	if (h == DAT_HANDLE_NULL)
+		return 0;
+	*evd_p = ofx_evd_from_handle(h);
+	if (!*evd_p || !((*evd_p)->flags & flag))
+		return -EBADF;
+	return 0;
+}
+
+DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
+			 DAT_EVD_HANDLE recv_evd_h, DAT_EVD_HANDLE req_evd_h,
+			 DAT_EVD_HANDLE conn_evd_h, const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p)
+{
+	struct ofx_ia *ia = ofx_ia_lookup(ia_handle);
+	struct ofx_pz *pz = ofx_pz_from_handle(pz_handle);
+	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
+	struct ofx_ep *ep;
+	int ret;
+
+	if (!ia)
+		return ofx_invalid_handle(OFX_OBJ_IA);
+	if (!pz)
+		return ofx_invalid_handle(OFX_OBJ_PZ);
+	if (ep_evd_arg(recv_evd_h, DAT_EVD_DTO_FLAG, &recv_evd))
+		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV);
+	if (ep_evd_arg(req_evd_h, DAT_EVD_DTO_FLAG, &req_evd))
+		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+	if (ep_evd_arg(conn_evd_h, DAT_EVD_CONNECTION_FLAG, &conn_evd))
+		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
+	if (!ep_p)
+		return OFX_INVALID_ARG(7);
+
+	ep = calloc(1, sizeof(*ep));
+	if (!ep)
+		return ofx_dat_status(-ENOMEM, OFX_OBJ_EP);
+	if (attr)
+		ep->attr = *attr;
+	else
+		ep_default_attr(ia, &ep->attr);
+	/* the named-attr arrays belong to the consumer: never keep them */
+	if (ep_parse_p2p_attr(&ep->attr, &ep->p2p_attr) ||
+	    ep_check_attr(ia, &ep->attr, recv_evd, req_evd, false)) {
+		free(ep);
+		return OFX_INVALID_ARG(6);
+	}
+	ep->attr.ep_provider_specific_count = 0;
+	ep->attr.ep_provider_specific = NULL;
+	ep->attr.ep_transport_specific_count = 0;
+	ep->attr.ep_transport_specific = NULL;
+
+	ep->pz = pz;
+	ep->recv_evd = recv_evd;
+	ep->req_evd = req_evd;
+	ep->conn_evd = conn_evd;
+	ep->state = OFX_EP_UNCONNECTED;
+	pthread_mutex_init(&ep->lock, NULL);
+
+	ret = ep_init_rings(ep);
+	if (ret)
+		goto err_free;
+	ep->obj.ia = ia;
+	ret = ep_create_qp(ep);
+	if (ret)
+		goto err_rings;
+	ep->rtr_cookie.ep = ep;
+
+	ep_take_refs(ep);
+	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
+	*ep_p = ep;
+	return DAT_SUCCESS;
+
+err_rings:
+	free(ep->recv_sges);
+	ofx_cookie_ring_fini(&ep->recv_ring);
+	ofx_cookie_ring_fini(&ep->send_ring);
+err_free:
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM *param)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_ia *ia;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!param)
+		return OFX_INVALID_ARG(3);
+	ia = ep->obj.ia;
+
+	pthread_mutex_lock(&ep->lock);
+	memset(param, 0, sizeof(*param));
+	param->ia_handle = ofx_ia_dat_handle(ia);
+	param->ep_state = ofx_ep_state_dat(ep->state);
+	param->local_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ia->addr;
+	param->local_port_qual = ep->local_qual;
+	param->remote_ia_address_ptr = (DAT_IA_ADDRESS_PTR)&ep->remote_addr;
+	param->remote_port_qual = ep->remote_qual;
+	param->pz_handle = ep->pz;
+	param->recv_evd_handle = ep->recv_evd ? (DAT_EVD_HANDLE)ep->recv_evd : DAT_HANDLE_NULL;
+	param->request_evd_handle = ep->req_evd ? (DAT_EVD_HANDLE)ep->req_evd : DAT_HANDLE_NULL;
+	param->connect_evd_handle = ep->conn_evd ? (DAT_EVD_HANDLE)ep->conn_evd : DAT_HANDLE_NULL;
+	param->srq_handle = ep->srq ? (DAT_SRQ_HANDLE)ep->srq : DAT_HANDLE_NULL;
+	param->ep_attr = ep->attr;
+
+	/* the negotiated p2p mode of the current (or last) connection */
+	snprintf(ep->prov_attr_val[0], sizeof(ep->prov_attr_val[0]), "%s",
+		 ep->p2p ? "on" : "off");
+	snprintf(ep->prov_attr_val[1], sizeof(ep->prov_attr_val[1]), "%s",
+		 ofx_rtr_type_str(ep->rtr));
+	ep->prov_attr[0] = (DAT_NAMED_ATTR){ "P2P", ep->prov_attr_val[0] };
+	ep->prov_attr[1] = (DAT_NAMED_ATTR){ "RTR", ep->prov_attr_val[1] };
+	param->ep_attr.ep_provider_specific_count = 2;
+	param->ep_attr.ep_provider_specific = ep->prov_attr;
+	pthread_mutex_unlock(&ep->lock);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
+			 const DAT_EP_PARAM *param)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	enum ofx_tristate p2p;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!param)
+		return OFX_INVALID_ARG(3);
+	/*
+	 * Only the provider-specific attributes (the per-EP P2P switch) can
+	 * change; everything else is fixed by the QP created at ep_create.
+	 */
+	if (mask & ~DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR)
+		return OFX_DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
+	if (ep_parse_p2p_attr(&param->ep_attr, &p2p))
+		return OFX_INVALID_ARG(3);
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state != OFX_EP_UNCONNECTED) {
+		pthread_mutex_unlock(&ep->lock);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED);
+	}
+	ep->p2p_attr = p2p;
+	pthread_mutex_unlock(&ep->lock);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
+			  DAT_TIMEOUT timeout, DAT_COUNT pdata_len, const DAT_PVOID pdata,
+			  DAT_QOS qos, DAT_CONNECT_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	int ret;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!addr || (addr->sa_family != AF_INET && addr->sa_family != AF_INET6))
+		return OFX_INVALID_ARG(2);
+	if (timeout == 0)
+		return OFX_INVALID_ARG(4);
+	if (pdata_len < 0 || pdata_len > ofx_cm_max_pdata(ep->obj.ia) || (pdata_len && !pdata))
+		return OFX_INVALID_ARG(5);
+	if (qos != DAT_QOS_BEST_EFFORT || flags != DAT_CONNECT_DEFAULT_FLAG)
+		return DAT_MODEL_NOT_SUPPORTED;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state != OFX_EP_UNCONNECTED) {
+		enum ofx_ep_state state = ep->state;
+
+		pthread_mutex_unlock(&ep->lock);
+		ofx_dbg("ep %p connect in state %s", (void *)ep, ofx_ep_state_str(state));
+		return OFX_DAT_ERR(DAT_INVALID_STATE, state == OFX_EP_CONNECTED ?
+				   DAT_INVALID_STATE_EP_CONNECTED : DAT_INVALID_STATE_EP_NOTREADY);
+	}
+	ret = ofx_cm_connect(ep, addr, qual, timeout, pdata, pdata_len);
+	pthread_mutex_unlock(&ep->lock);
+	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+DAT_RETURN ofx_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle,
+			      DAT_TIMEOUT timeout, DAT_COUNT pdata_len, const DAT_PVOID pdata,
+			      DAT_QOS qos)
+{
+	struct ofx_ep *dup = ofx_ep_from_handle(dup_handle);
+	struct sockaddr_storage remote;
+	DAT_CONN_QUAL qual;
+
+	if (!ofx_ep_from_handle(ep_handle))
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!dup)
+		return OFX_INVALID_ARG(2);
+	pthread_mutex_lock(&dup->lock);
+	if (dup->state != OFX_EP_CONNECTED) {
+		pthread_mutex_unlock(&dup->lock);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
+	}
+	remote = dup->remote_addr;
+	qual = dup->remote_qual;
+	pthread_mutex_unlock(&dup->lock);
+	return ofx_ep_connect(ep_handle, (DAT_IA_ADDRESS_PTR)&remote, qual, timeout, pdata_len,
+			      pdata, qos, DAT_CONNECT_DEFAULT_FLAG);
+}
+
+DAT_RETURN ofx_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	int ret;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
+		return OFX_INVALID_ARG(2);
+	pthread_mutex_lock(&ep->lock);
+	ret = ofx_cm_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG);
+	pthread_mutex_unlock(&ep->lock);
+	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+/* ---- data path ---------------------------------------------------------- */
+
+static bool ep_can_send(const struct ofx_ep *ep)
+{
+	/* DISCONNECTED: a post still goes to the (error-state) QP and flushes */
+	return ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_DISCONNECT_PENDING ||
+	       ep->state == OFX_EP_DISCONNECTED;
+}
+
+static int ep_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, uint64_t *total_p)
+{
+	uint64_t total = 0;
+
+	for (DAT_COUNT i = 0; i < n; i++)
+		total += iov[i].segment_length;
+	*total_p = total;
+	return 0;
+}
+
+_Static_assert(sizeof(DAT_LMR_TRIPLET) == sizeof(struct ibv_sge),
+	       "DAT_LMR_TRIPLET must match struct ibv_sge");
+_Static_assert(offsetof(DAT_LMR_TRIPLET, lmr_context) == offsetof(struct ibv_sge, lkey),
+	       "DAT_LMR_TRIPLET.lmr_context must overlay ibv_sge.lkey");
+_Static_assert(offsetof(DAT_LMR_TRIPLET, segment_length) == offsetof(struct ibv_sge, length),
+	       "DAT_LMR_TRIPLET.segment_length must overlay ibv_sge.length");
+
+struct ofx_sq_post {
+	enum ofx_cookie_op op;
+	DAT_COUNT n;
+	DAT_LMR_TRIPLET *iov;
+	DAT_DTO_COOKIE cookie;
+	const DAT_RMR_TRIPLET *rmr;
+	DAT_COMPLETION_FLAGS flags;
+};
+
+static enum ibv_wr_opcode sq_opcode(enum ofx_cookie_op op)
+{
+	switch (op) {
+	case OFX_OP_RDMA_WRITE:
+		return IBV_WR_RDMA_WRITE;
+	case OFX_OP_RDMA_READ:
+		return IBV_WR_RDMA_READ;
+	default:
+		return IBV_WR_SEND;
+	}
+}
+
+/*
+ * Posts one send-queue work request.  Lock-free: the EP's send ring has a
+ * single producer (the consumer thread) and is retired by CQ pollers.
+ */
+static DAT_RETURN ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
+{
+	struct ofx_cookie_ring *ring = &ep->send_ring;
+	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ofx_cookie *ck;
+	uint64_t total;
+	int ret;
+
+	if (p->n < 0 || p->n > ep->attr.max_request_iov || (p->n && !p->iov))
+		return OFX_INVALID_ARG(2);
+	if (!ep_can_send(ep))
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
+	ep_iov_total(p->n, p->iov, &total);
+	if (total > UINT32_MAX)
+		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+
+	ck = ofx_cookie_ring_reserve(ring);
+	if (!ck)
+		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+	ck->ep = ep;
+	ck->user = p->cookie;
+	ck->len = (uint32_t)total;
+	ck->op = p->op;
+	ck->flags = 0;
+
+	wr.wr_id = (uintptr_t)ck;
+	wr.sg_list = (struct ibv_sge *)p->iov;
+	wr.num_sge = p->n;
+	wr.opcode = sq_opcode(p->op);
+	if (p->rmr) {
+		wr.wr.rdma.remote_addr = p->rmr->virtual_address;
+		wr.wr.rdma.rkey = p->rmr->rmr_context;
+	}
+	/*
+	 * Selective signalling: a suppressed WR goes unsignaled unless half the
+	 * ring is already unsignaled; then it is signaled to retire the ring,
+	 * and its success is still not reported.
+	 */
+	if (p->flags & DAT_COMPLETION_SUPPRESS_FLAG) {
+		ck->flags |= OFX_COOKIE_F_SUPPRESS;
+		if (++ring->unsignaled >= ring->size / 2) {
+			wr.send_flags |= IBV_SEND_SIGNALED;
+			ring->unsignaled = 0;
+		}
+	} else {
+		wr.send_flags |= IBV_SEND_SIGNALED;
+		ring->unsignaled = 0;
+	}
+	if (p->flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)
+		wr.send_flags |= IBV_SEND_SOLICITED;
+	if (p->flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
+		wr.send_flags |= IBV_SEND_FENCE;
+	if (p->op != OFX_OP_RDMA_READ && total <= ep->max_inline && total)
+		wr.send_flags |= IBV_SEND_INLINE;
+
+	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	if (ret) {
+		ofx_warn("post %s on qp 0x%x: %s", wr.opcode == IBV_WR_SEND ? "send" : "rdma",
+			 ep->qp->qp_num, strerror(ret));
+		return ofx_dat_status(-ret, OFX_OBJ_EP);
+	}
+	ofx_cookie_ring_commit(ring);
+	ofx_dbg_data("ep %p qp 0x%x op %d len %u", (void *)ep, ep->qp->qp_num, p->op, ck->len);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_sq_post p = { OFX_OP_SEND, n, iov, cookie, NULL, flags };
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	return ep_post_sq(ep, &p);
+}
+
+DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+				 DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
+				 DAT_COMPLETION_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_sq_post p = { OFX_OP_RDMA_READ, n, iov, cookie, rmr, flags };
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!rmr)
+		return OFX_INVALID_ARG(5);
+	if (n > ep->attr.max_rdma_read_iov && ep->attr.max_rdma_read_iov > 0)
+		return OFX_INVALID_ARG(2);
+	return ep_post_sq(ep, &p);
+}
+
+DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+				  DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
+				  DAT_COMPLETION_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_sq_post p = { OFX_OP_RDMA_WRITE, n, iov, cookie, rmr, flags };
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!rmr)
+		return OFX_INVALID_ARG(5);
+	return ep_post_sq(ep, &p);
+}
+
+static struct ibv_sge *recv_slot_sges(struct ofx_ep *ep, const struct ofx_cookie *ck)
+{
+	uint32_t per = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
+
+	return &ep->recv_sges[(ck->seq % ep->recv_ring.size) * per];
+}
+
+static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, int nsge)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = (uintptr_t)ck,
+		.sg_list = recv_slot_sges(ep, ck),
+		.num_sge = nsge,
+	}, *bad;
+	int ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
+
+	if (ret)
+		ofx_warn("post recv on qp 0x%x: %s", ep->qp->qp_num, strerror(ret));
+	return -ret;
+}
+
+DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_cookie *ck;
+	uint64_t total;
+	int ret = 0;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (ep->srq)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE);
+	if (n < 0 || n > ep->attr.max_recv_iov || (n && !iov))
+		return OFX_INVALID_ARG(2);
+	ep_iov_total(n, iov, &total);
+	if (total > UINT32_MAX)
+		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+
+	ck = ofx_cookie_ring_reserve(&ep->recv_ring);
+	if (!ck)
+		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+	ck->ep = ep;
+	ck->user = cookie;
+	ck->len = (uint32_t)total;
+	ck->op = OFX_OP_RECV;
+	ck->flags = (flags & DAT_COMPLETION_SUPPRESS_FLAG) ? OFX_COOKIE_F_SUPPRESS : 0;
+	if (n)
+		memcpy(recv_slot_sges(ep, ck), iov, n * sizeof(struct ibv_sge));
+	ck->nsge = (uint8_t)n;
+
+	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
+		ret = ep_post_one_recv(ep, ck, n);
+		if (!ret)
+			ofx_cookie_ring_commit(&ep->recv_ring);
+		return ofx_dat_status(ret, OFX_OBJ_EP);
+	}
+
+	/* The QP cannot take receives yet: hold it, unless it just went live. */
+	pthread_mutex_lock(&ep->lock);
+	if (atomic_load(&ep->recv_live))
+		ret = ep_post_one_recv(ep, ck, n);
+	if (!ret)
+		ofx_cookie_ring_commit(&ep->recv_ring);
+	pthread_mutex_unlock(&ep->lock);
+	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+/*
+ * The QP reached INIT: post the held receives in order, after the RTR
+ * receive of a passive p2p SEND-RTR connection so that the RTR can never
+ * land in a consumer buffer.  Called with ep->lock held.
+ */
+int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first)
+{
+	struct ofx_cookie_ring *ring = &ep->recv_ring;
+	uint64_t seq, head;
+	int ret;
+
+	if (rtr_recv_first) {
+		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&ep->rtr_cookie }, *bad;
+
+		ep->rtr_cookie.ep = ep;
+		ep->rtr_cookie.op = OFX_OP_RTR_RECV;
+		ep->rtr_cookie.flags = OFX_COOKIE_F_INTERNAL;
+		ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
+		if (ret) {
+			ofx_err("post rtr recv on qp 0x%x: %s", ep->qp->qp_num, strerror(ret));
+			return -ret;
+		}
+	}
+	head = atomic_load(&ring->head);
+	for (seq = atomic_load(&ring->tail); seq < head; seq++) {
+		struct ofx_cookie *ck = &ring->slots[seq % ring->size];
+
+		ret = ep_post_one_recv(ep, ck, ck->nsge);
+		if (ret)
+			return ret;
+	}
+	atomic_store_explicit(&ep->recv_live, true, memory_order_release);
+	return 0;
+}
+
+/* The QP went back to RESET: its receives are gone without completions. */
+void ofx_ep_recv_stop(struct ofx_ep *ep)
+{
+	atomic_store(&ep->recv_live, false);
+	ofx_cookie_ring_reset(&ep->recv_ring);
+	ofx_cookie_ring_reset(&ep->send_ring);
+}
+
+DAT_RETURN ofx_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state, DAT_BOOLEAN *in_idle,
+			     DAT_BOOLEAN *out_idle)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	/* dtestx passes NULL for ep_state: every output is optional */
+	if (state)
+		*state = ofx_ep_state_dat(ep->state);
+	if (in_idle)
+		*in_idle = ofx_cookie_ring_outstanding(&ep->recv_ring) ? DAT_FALSE : DAT_TRUE;
+	if (out_idle)
+		*out_idle = ofx_cookie_ring_outstanding(&ep->send_ring) ? DAT_FALSE : DAT_TRUE;
+	return DAT_SUCCESS;
+}
+
+/* Moves the QP to RESET so that it can be connected again. */
+static int ep_qp_reset(struct ofx_ep *ep)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+	int ret = ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE);
+
+	if (ret) {
+		ofx_err("qp 0x%x to reset: %s", ep->qp->qp_num, strerror(ret));
+		return -ret;
+	}
+	ofx_ep_recv_stop(ep);
+	return 0;
+}
+
+DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	int ret = 0;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state != OFX_EP_UNCONNECTED && ep->state != OFX_EP_DISCONNECTED) {
+		enum ofx_ep_state state = ep->state;
+
+		pthread_mutex_unlock(&ep->lock);
+		ofx_dbg("ep %p reset refused in state %s", (void *)ep, ofx_ep_state_str(state));
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	}
+	ofx_cm_release(ep);
+	/* release drops the lock: only proceed if nobody reconnected meanwhile */
+	if (ep->state == OFX_EP_UNCONNECTED || ep->state == OFX_EP_DISCONNECTED) {
+		ret = ep_qp_reset(ep);
+		if (!ret) {
+			ep->state = OFX_EP_UNCONNECTED;
+			ep->p2p = false;
+			ep->rtr_arrived = false;
+			ep->cm_established = false;
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+static void ep_teardown(struct ofx_ep *ep)
+{
+	pthread_mutex_lock(&ep->lock);
+	if (ep->cm_id && (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT ||
+			  ep->state == OFX_EP_COMPLETION_PENDING))
+		ofx_verbs->disconnect(ep->cm_id);
+	ep->state = OFX_EP_DISCONNECTED;
+	ofx_cm_release(ep);
+	pthread_mutex_unlock(&ep->lock);
+
+	if (ep->qp && ofx_verbs->destroy_qp(ep->qp))
+		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep->qp = NULL;
+	ep_drop_refs(ep);
+	ofx_obj_fini(&ep->obj);
+	free(ep->recv_sges);
+	ofx_cookie_ring_fini(&ep->recv_ring);
+	ofx_cookie_ring_fini(&ep->send_ring);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+}
+
+DAT_RETURN ofx_ep_free(DAT_EP_HANDLE ep_handle)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	enum ofx_ep_state state;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	pthread_mutex_lock(&ep->lock);
+	state = ep->state;
+	pthread_mutex_unlock(&ep->lock);
+	if (state == OFX_EP_RESERVED || state == OFX_EP_PASSIVE_PENDING ||
+	    state == OFX_EP_TENTATIVE_PENDING)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_PASSCONNPENDING);
+	ep_teardown(ep);
+	return DAT_SUCCESS;
+}
+
+void ofx_ep_destroy(struct ofx_ep *ep)
+{
+	ep_teardown(ep);
+}
+
+/* Posts the connection event `num` with the EP's saved private data. */
+void ofx_ep_post_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num, bool with_pdata)
+{
+	if (!ep->conn_evd) {
+		ofx_warn("ep %p has no connection evd for event 0x%x", (void *)ep, num);
+		return;
+	}
+	ofx_evd_post_conn(ep->conn_evd, num, ep, with_pdata ? ep->pdata_len : 0,
+			  with_pdata && ep->pdata_len ? ep->pdata : NULL);
+}
+
+/*
+ * A passive p2p EP becomes CONNECTED once both the rdma_cm ESTABLISHED event
+ * and the peer's RTR have arrived, in either order.  ep->lock held.
+ */
+void ofx_ep_p2p_maybe_established(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+
+	if (ep->state != OFX_EP_RTR_WAIT || !ep->rtr_arrived || !ep->cm_established)
+		return;
+	ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
+	ep->state = OFX_EP_CONNECTED;
+	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
+	ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, false);
+}
+
+void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ck == &ep->rtr_cookie && wc->status == IBV_WC_SUCCESS) {
+		if (ck->op == OFX_OP_RTR_RECV) {
+			atomic_fetch_add(&ia->stats.rtr_received, 1);
+			ep->rtr_arrived = true;
+			ofx_ep_p2p_maybe_established(ep);
+		}
+		pthread_mutex_unlock(&ep->lock);
+		return;
+	}
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR &&
+	    (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT)) {
+		ofx_warn("qp 0x%x completion error %s (vendor 0x%x): connection broken",
+			 ep->qp->qp_num, ibv_wc_status_str(wc->status), wc->vendor_err);
+		ep->state = OFX_EP_DISCONNECTED;
+		if (ep->cm_id)
+			ofx_verbs->disconnect(ep->cm_id);
+		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_BROKEN, false);
+	}
+	pthread_mutex_unlock(&ep->lock);
+}

@@ -1,0 +1,157 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_EP_H
+#define OFX_EP_H
+
+#include <stdbool.h>
+#include <sys/socket.h>
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+#include "obj.h"
+#include "dto.h"
+#include "config.h"
+#include "progress.h"
+
+struct ofx_pz;
+struct ofx_evd;
+struct ofx_srq;
+struct ofx_sp;
+struct ofx_cr;
+
+/*
+ * Internal EP states and the DAT state each one reports.  RTR_WAIT is a
+ * passive p2p EP whose connection is up but whose peer's ready-to-receive
+ * has not arrived yet; the consumer sees COMPLETION_PENDING.
+ */
+#define OFX_EP_STATES(X)                                               \
+	X(UNCONNECTED, DAT_EP_STATE_UNCONNECTED)                       \
+	X(RESERVED, DAT_EP_STATE_RESERVED)                             \
+	X(PASSIVE_PENDING, DAT_EP_STATE_PASSIVE_CONNECTION_PENDING)    \
+	X(TENTATIVE_PENDING, DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING) \
+	X(ACTIVE_PENDING, DAT_EP_STATE_ACTIVE_CONNECTION_PENDING)      \
+	X(COMPLETION_PENDING, DAT_EP_STATE_COMPLETION_PENDING)         \
+	X(RTR_WAIT, DAT_EP_STATE_COMPLETION_PENDING)                   \
+	X(CONNECTED, DAT_EP_STATE_CONNECTED)                           \
+	X(DISCONNECT_PENDING, DAT_EP_STATE_DISCONNECT_PENDING)         \
+	X(DISCONNECTED, DAT_EP_STATE_DISCONNECTED)
+
+enum ofx_ep_state {
+#define OFX_EP_STATE_ENUM(name, dat) OFX_EP_##name,
+	OFX_EP_STATES(OFX_EP_STATE_ENUM)
+#undef OFX_EP_STATE_ENUM
+};
+
+const char *ofx_ep_state_str(enum ofx_ep_state state);
+DAT_EP_STATE ofx_ep_state_dat(enum ofx_ep_state state);
+
+#define OFX_PDATA_COPY_MAX 256
+
+struct ofx_ep {
+	struct ofx_obj obj;
+
+	/*
+	 * Guards state, cm_id, cr, timers and the connection fields below.
+	 * Order: sp->lock, then ep->lock, then evd->lock.  Never held across
+	 * a blocking wait.
+	 */
+	pthread_mutex_t lock;
+	enum ofx_ep_state state;
+	DAT_EP_ATTR attr;
+
+	struct ofx_pz *pz;
+	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
+	struct ofx_srq *srq;
+
+	struct ibv_qp *qp;		/* created with the EP; not bound to cm_id */
+	struct rdma_cm_id *cm_id;	/* the connection's id, NULL when idle */
+	struct ofx_cr *cr;		/* passive: the request being accepted */
+	struct ofx_sp *rsp;		/* RSP that reserved this EP */
+	bool provider_created;		/* PSP_PROVIDER_FLAG EP: freed on reject */
+
+	struct ofx_cookie_ring send_ring;	/* data path: no lock */
+	struct ofx_cookie_ring recv_ring;
+	unsigned int max_inline;
+	/*
+	 * Receives are held in recv_ring (with their segments copied to
+	 * recv_sges) while the QP cannot take them (RESET state before connect
+	 * or accept) and posted in order once it reaches INIT; on a passive
+	 * p2p EP the RTR receive goes first.  recv_live flips under `lock`.
+	 */
+	struct ibv_sge *recv_sges;	/* max_recv_iov per recv slot */
+	_Atomic bool recv_live;
+
+	struct sockaddr_storage remote_addr;
+	DAT_CONN_QUAL remote_qual;
+	DAT_CONN_QUAL local_qual;
+	unsigned int cm_retries;	/* address/route retries used */
+	unsigned char req_pdata[OFX_PDATA_COPY_MAX]; /* REQ data kept for rdma_connect */
+	int req_pdata_len;
+	struct ofx_timer conn_timer;	/* connect timeout */
+	struct ofx_timer disc_timer;	/* bounded wait for the peer's DREP */
+
+	/* last connection event's private data; events point here */
+	unsigned char pdata[OFX_PDATA_COPY_MAX];
+	DAT_COUNT pdata_len;
+
+	/* peer-to-peer RTR negotiation */
+	enum ofx_tristate p2p_attr;	/* per-EP "P2P" provider-specific attr */
+	bool p2p;			/* negotiated for the current connection */
+	enum ofx_rtr_type rtr;
+	struct ofx_cookie rtr_cookie;	/* the RTR send or recv, never a DTO event */
+	bool rtr_arrived;		/* passive: the peer's RTR completed */
+	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
+	struct ofx_timer rtr_timer;	/* passive: polls the recv CQ for the RTR */
+	uint64_t rtr_deadline_ns;
+
+	DAT_NAMED_ATTR prov_attr[2];	/* ep_query provider-specific answers */
+	char prov_attr_val[2][16];
+};
+OFX_DEFINE_FROM_HANDLE(ep, EP)
+
+DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv_evd,
+			 DAT_EVD_HANDLE req_evd, DAT_EVD_HANDLE conn_evd,
+			 const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p);
+DAT_RETURN ofx_ep_create_with_srq(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv_evd,
+				  DAT_EVD_HANDLE req_evd, DAT_EVD_HANDLE conn_evd,
+				  DAT_SRQ_HANDLE srq, const DAT_EP_ATTR *attr,
+				  DAT_EP_HANDLE *ep_p);
+DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM *param);
+DAT_RETURN ofx_ep_modify(DAT_EP_HANDLE ep, DAT_EP_PARAM_MASK mask, const DAT_EP_PARAM *param);
+DAT_RETURN ofx_ep_connect(DAT_EP_HANDLE ep, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
+			  DAT_TIMEOUT timeout, DAT_COUNT pdata_len, const DAT_PVOID pdata,
+			  DAT_QOS qos, DAT_CONNECT_FLAGS flags);
+DAT_RETURN ofx_ep_dup_connect(DAT_EP_HANDLE ep, DAT_EP_HANDLE dup, DAT_TIMEOUT timeout,
+			      DAT_COUNT pdata_len, const DAT_PVOID pdata, DAT_QOS qos);
+DAT_RETURN ofx_ep_disconnect(DAT_EP_HANDLE ep, DAT_CLOSE_FLAGS flags);
+DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags);
+DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags);
+DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+				 DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
+				 DAT_COMPLETION_FLAGS flags);
+DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+				  DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
+				  DAT_COMPLETION_FLAGS flags);
+DAT_RETURN ofx_ep_get_status(DAT_EP_HANDLE ep, DAT_EP_STATE *state, DAT_BOOLEAN *in_idle,
+			     DAT_BOOLEAN *out_idle);
+DAT_RETURN ofx_ep_free(DAT_EP_HANDLE ep);
+DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep);
+
+/* ia_close cleanup: abrupt teardown regardless of state. */
+void ofx_ep_destroy(struct ofx_ep *ep);
+
+/*
+ * Follow-up of a completion that ofx_dto_convert() flagged: RTR arrival on a
+ * passive p2p EP (posts ESTABLISHED) or an error completion on a connected EP
+ * (moves it to DISCONNECTED and posts BROKEN).  Called without EVD locks.
+ */
+void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc);
+
+
+
+/* Connection-state helpers for cm.c, sp.c and cr.c (ep->lock held). */
+int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first);
+void ofx_ep_recv_stop(struct ofx_ep *ep);
+void ofx_ep_post_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num, bool with_pdata);
+void ofx_ep_p2p_maybe_established(struct ofx_ep *ep);
+#endif

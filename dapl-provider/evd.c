@@ -1,0 +1,724 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "evd.h"
+
+#define OFX_LOG_SUBSYS OFX_SUBSYS_EVD
+#include "dto.h"
+#include "ep.h"
+#include "ia.h"
+#include "log.h"
+#include "progress.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <fcntl.h>
+#include <limits.h>
+#include <poll.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+#include <dat2/udat.h>
+#include <dat2/dat_ib_extensions.h>
+
+/*
+ * Notes on the design (see also evd.h):
+ *  - The ring is the only truth about pending events; wake_fd and the
+ *    completion channel only say "look again", so spurious wakeups are
+ *    harmless and every wakeup re-checks the ring under the lock.
+ *  - Producers write wake_fd only while a waiter is inside evd_wait; both
+ *    sides decide under evd->lock, so a wakeup cannot be lost.
+ *  - CNO triggering is implemented in cno.c; this file only keeps the
+ *    pointer the consumer attached.
+ *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize, since
+ *    ibv_resize_cq is not part of the verbs seam.  A ring smaller than the
+ *    CQ is harmless: completions that do not fit stay in the CQ.
+ */
+
+/* Upper bound of work completions polled per ibv_poll_cq call (stack array). */
+#define OFX_EVD_POLL_MAX 64
+
+#define OFX_EVD_CQ_FLAGS (DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG | DAT_IB_EVD_EXTENSION_FLAG)
+#define OFX_EVD_USER_FLAGS (DAT_EVD_DEFAULT_FLAG | DAT_EVD_SOFTWARE_FLAG | \
+			    DAT_IB_EVD_EXTENSION_FLAG)
+
+static DAT_RETURN evd_err_state(DAT_RETURN_SUBTYPE sub)
+{
+	return OFX_DAT_ERR(DAT_INVALID_STATE, sub);
+}
+
+/* Requires evd->lock. */
+static void evd_wake_locked(struct ofx_evd *evd)
+{
+	uint64_t one = 1;
+
+	if (!evd->waiter)
+		return;
+	if (write(evd->wake_fd, &one, sizeof(one)) != sizeof(one) && errno != EAGAIN)
+		ofx_warn("evd %p: eventfd write: %m", (void *)evd);
+}
+
+/* Requires evd->lock and evd->count > 0. */
+static void evd_pop_locked(struct ofx_evd *evd, DAT_EVENT *event)
+{
+	*event = evd->ring[evd->head];
+	evd->head = (evd->head + 1) % evd->qlen;
+	evd->count--;
+}
+
+static struct ofx_cno *evd_cno_lookup(DAT_CNO_HANDLE h, int *ret_p)
+{
+	struct ofx_obj *obj;
+
+	*ret_p = 0;
+	if (h == DAT_HANDLE_NULL)
+		return NULL;
+	obj = ofx_obj_from_handle(h, OFX_OBJ_CNO);
+	if (!obj)
+		*ret_p = -EBADF;
+	/* struct ofx_cno starts with its struct ofx_obj (style rule 2) */
+	return (struct ofx_cno *)obj;
+}
+
+static int evd_set_nonblock(int fd)
+{
+	int fl = fcntl(fd, F_GETFL);
+
+	if (fl < 0 || fcntl(fd, F_SETFL, fl | O_NONBLOCK) < 0)
+		return -errno;
+	return 0;
+}
+
+int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS flags,
+			    struct ofx_evd **evd_p)
+{
+	struct ofx_evd *evd;
+	int ret;
+
+	if (qlen <= 0)
+		return -EINVAL;
+	evd = calloc(1, sizeof(*evd));
+	if (!evd)
+		return -ENOMEM;
+	pthread_mutex_init(&evd->lock, NULL);
+	evd->flags = flags;
+	evd->enabled = true;
+	evd->waitable = true;
+	atomic_init(&evd->refs, 0);
+
+	evd->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (evd->wake_fd < 0) {
+		ret = -errno;
+		ofx_err("eventfd: %m");
+		goto err_free;
+	}
+
+	if (flags & OFX_EVD_CQ_FLAGS) {
+		evd->channel = ofx_verbs->create_comp_channel(ia->verbs);
+		if (!evd->channel) {
+			ret = errno ? -errno : -ENOMEM;
+			ofx_err("ibv_create_comp_channel: %m");
+			goto err_close_wake;
+		}
+		ret = evd_set_nonblock(evd->channel->fd);
+		if (ret) {
+			ofx_err("completion channel fd %d: O_NONBLOCK: %s", evd->channel->fd,
+				strerror(-ret));
+			goto err_destroy_channel;
+		}
+		evd->cq = ofx_verbs->create_cq(ia->verbs, qlen, evd, evd->channel, 0);
+		if (!evd->cq) {
+			ret = errno ? -errno : -ENOMEM;
+			ofx_err("ibv_create_cq cqe %d: %m", qlen);
+			goto err_destroy_channel;
+		}
+		evd->cq_depth = evd->cq->cqe;
+		/* The ring must hold everything the CQ can (dtest: qlen >= requested). */
+		if (evd->cq_depth > qlen)
+			qlen = evd->cq_depth;
+	}
+
+	evd->ring = calloc(qlen, sizeof(*evd->ring));
+	if (!evd->ring) {
+		ret = -ENOMEM;
+		ofx_err("evd ring of %d events: out of memory", qlen);
+		goto err_destroy_cq;
+	}
+	evd->qlen = qlen;
+
+	ofx_obj_init(&evd->obj, OFX_OBJ_EVD, ia);
+	ofx_dbg("evd %p: qlen %d flags 0x%x cq %p depth %d", (void *)evd, qlen, flags,
+		(void *)evd->cq, evd->cq_depth);
+	*evd_p = evd;
+	return 0;
+
+err_destroy_cq:
+	if (evd->cq && ofx_verbs->destroy_cq(evd->cq))
+		ofx_warn("ibv_destroy_cq: %m");
+err_destroy_channel:
+	if (evd->channel && ofx_verbs->destroy_comp_channel(evd->channel))
+		ofx_warn("ibv_destroy_comp_channel: %m");
+err_close_wake:
+	close(evd->wake_fd);
+err_free:
+	pthread_mutex_destroy(&evd->lock);
+	free(evd);
+	return ret;
+}
+
+void ofx_evd_destroy(struct ofx_evd *evd)
+{
+	if (!evd)
+		return;
+	ofx_dbg("evd %p: destroy (%d events pending)", (void *)evd, evd->count);
+	/*
+	 * Completion events are acknowledged right after ibv_get_cq_event
+	 * (evd_consume_channel), so none is outstanding here and
+	 * ibv_destroy_cq cannot block on them.
+	 */
+	if (evd->cq && ofx_verbs->destroy_cq(evd->cq))
+		ofx_warn("evd %p: ibv_destroy_cq: %m", (void *)evd);
+	if (evd->channel && ofx_verbs->destroy_comp_channel(evd->channel))
+		ofx_warn("evd %p: ibv_destroy_comp_channel: %m", (void *)evd);
+	if (evd->wake_fd >= 0 && close(evd->wake_fd))
+		ofx_warn("evd %p: close eventfd: %m", (void *)evd);
+	free(evd->ring);
+	pthread_mutex_destroy(&evd->lock);
+	ofx_obj_fini(&evd->obj);
+	free(evd);
+}
+
+DAT_RETURN ofx_evd_create(DAT_IA_HANDLE ia_h, DAT_COUNT qlen, DAT_CNO_HANDLE cno_h,
+			  DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *evd_p)
+{
+	struct ofx_ia *ia = ofx_ia_lookup(ia_h);
+	struct ofx_cno *cno;
+	struct ofx_evd *evd;
+	int ret;
+
+	if (!ia)
+		return ofx_invalid_handle(OFX_OBJ_IA);
+	if (qlen <= 0 || qlen > ia->dev_attr.max_cqe)
+		return OFX_INVALID_ARG(2);
+	cno = evd_cno_lookup(cno_h, &ret);
+	if (ret)
+		return ofx_invalid_handle(OFX_OBJ_CNO);
+	/* The async EVD is made only by ia_open (ofx_evd_create_internal). */
+	if (!flags || (flags & ~OFX_EVD_USER_FLAGS) || (flags & DAT_EVD_ASYNC_FLAG))
+		return OFX_INVALID_ARG(4);
+	if (!evd_p)
+		return OFX_INVALID_ARG(5);
+
+	ret = ofx_evd_create_internal(ia, qlen, flags, &evd);
+	if (ret)
+		return ofx_dat_status(ret, OFX_OBJ_EVD);
+	evd->cno = cno;
+	*evd_p = evd;
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM *param)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (!param)
+		return OFX_INVALID_ARG(3);
+
+	pthread_mutex_lock(&evd->lock);
+	if (mask & DAT_EVD_FIELD_IA_HANDLE)
+		param->ia_handle = ofx_ia_dat_handle(evd->obj.ia);
+	if (mask & DAT_EVD_FIELD_EVD_QLEN)
+		param->evd_qlen = evd->qlen;
+	if (mask & DAT_EVD_FIELD_EVD_STATE)
+		param->evd_state = (evd->enabled ? DAT_EVD_STATE_ENABLED : DAT_EVD_STATE_DISABLED) |
+				   (evd->waitable ? DAT_EVD_STATE_WAITABLE :
+						    DAT_EVD_STATE_UNWAITABLE);
+	if (mask & DAT_EVD_FIELD_CNO)
+		param->cno_handle = (DAT_CNO_HANDLE)evd->cno;
+	if (mask & DAT_EVD_FIELD_EVD_FLAGS)
+		param->evd_flags = evd->flags;
+	pthread_mutex_unlock(&evd->lock);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cno_h)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	struct ofx_cno *cno;
+	int ret;
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	cno = evd_cno_lookup(cno_h, &ret);
+	if (ret)
+		return ofx_invalid_handle(OFX_OBJ_CNO);
+	pthread_mutex_lock(&evd->lock);
+	evd->cno = cno;
+	pthread_mutex_unlock(&evd->lock);
+	return DAT_SUCCESS;
+}
+
+static DAT_RETURN evd_set_enabled(DAT_EVD_HANDLE h, bool enabled)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	pthread_mutex_lock(&evd->lock);
+	evd->enabled = enabled;
+	pthread_mutex_unlock(&evd->lock);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_evd_enable(DAT_EVD_HANDLE h)
+{
+	return evd_set_enabled(h, true);
+}
+
+DAT_RETURN ofx_evd_disable(DAT_EVD_HANDLE h)
+{
+	return evd_set_enabled(h, false);
+}
+
+DAT_RETURN ofx_evd_set_unwaitable(DAT_EVD_HANDLE h)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	pthread_mutex_lock(&evd->lock);
+	evd->waitable = false;
+	evd_wake_locked(evd);
+	pthread_mutex_unlock(&evd->lock);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_evd_clear_unwaitable(DAT_EVD_HANDLE h)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	pthread_mutex_lock(&evd->lock);
+	evd->waitable = true;
+	pthread_mutex_unlock(&evd->lock);
+	return DAT_SUCCESS;
+}
+
+int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
+{
+	struct ofx_ia *ia = evd->obj.ia;
+	DAT_EVENT *slot;
+
+	pthread_mutex_lock(&evd->lock);
+	if (evd->count == evd->qlen) {
+		bool is_async = ia && evd == ia->async_evd;
+
+		if (is_async) {
+			/* Nobody to tell: the async EVD becomes unusable. */
+			evd->catastrophic = true;
+			evd_wake_locked(evd);
+		}
+		pthread_mutex_unlock(&evd->lock);
+		ofx_warn("evd %p full (qlen %d): event 0x%x dropped%s", (void *)evd, evd->qlen,
+			 (unsigned int)ev->event_number, is_async ? ", async evd now unusable" : "");
+		if (!is_async && ia)
+			ofx_ia_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd);
+		return -ENOSPC;
+	}
+	slot = &evd->ring[(evd->head + evd->count) % evd->qlen];
+	*slot = *ev;
+	slot->evd_handle = (DAT_EVD_HANDLE)evd;
+	evd->count++;
+	evd_wake_locked(evd);
+	pthread_mutex_unlock(&evd->lock);
+	return 0;
+}
+
+int ofx_evd_post_conn(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE ep,
+		      DAT_COUNT pdata_len, const void *pdata)
+{
+	DAT_EVENT ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = num;
+	ev.event_data.connect_event_data.ep_handle = ep;
+	ev.event_data.connect_event_data.private_data_size = pdata_len;
+	ev.event_data.connect_event_data.private_data = (DAT_PVOID)pdata;
+	return ofx_evd_post(evd, &ev);
+}
+
+int ofx_evd_post_cr(struct ofx_evd *evd, DAT_SP_HANDLE sp, DAT_IA_ADDRESS_PTR local_addr,
+		    DAT_CONN_QUAL qual, DAT_CR_HANDLE cr)
+{
+	DAT_EVENT ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_CONNECTION_REQUEST_EVENT;
+	ev.event_data.cr_arrival_event_data.sp_handle = sp;	/* a union: PSP, RSP or CSP */
+	ev.event_data.cr_arrival_event_data.local_ia_address_ptr = local_addr;
+	ev.event_data.cr_arrival_event_data.conn_qual = qual;
+	ev.event_data.cr_arrival_event_data.cr_handle = cr;
+	ev.event_data.cr_arrival_event_data.truncate_flag = DAT_FALSE;
+	return ofx_evd_post(evd, &ev);
+}
+
+int ofx_evd_post_async(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_HANDLE handle)
+{
+	DAT_EVENT ev;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = num;
+	ev.event_data.asynch_error_event_data.dat_handle = handle;
+	ev.event_data.asynch_error_event_data.reason = 0;
+	return ofx_evd_post(evd, &ev);
+}
+
+struct evd_notify {
+	struct ofx_ep *ep;
+	const struct ibv_wc *wc;	/* into the caller's wc array */
+};
+
+/*
+ * One locked pass: polls batches into the ring until the CQ is empty or the
+ * ring is full.  A batch that needs EP follow-ups ends the pass (they are
+ * rare: RTR and errors) so that `notify` still points into `wc`; *more_p
+ * then tells the caller to run them unlocked and come back.  Returns the
+ * number of events added or -errno.
+ */
+static int evd_drain_locked(struct ofx_evd *evd, struct ibv_wc *wc, struct evd_notify *notify,
+			    int *nnotify_p, bool *more_p)
+{
+	unsigned int batch = evd->obj.ia && evd->obj.ia->cfg.cq_batch ?
+			     evd->obj.ia->cfg.cq_batch : 1;
+	int added = 0, nnotify = 0;
+	struct ofx_ep *nep;
+	int space, n, got, i;
+
+	*more_p = false;
+	*nnotify_p = 0;
+	if (batch > OFX_EVD_POLL_MAX)
+		batch = OFX_EVD_POLL_MAX;
+	for (;;) {
+		space = evd->qlen - evd->count;
+		if (space <= 0)
+			break;
+		n = space < (int)batch ? space : (int)batch;
+		got = ofx_verbs->poll_cq(evd->cq, n, wc);
+		if (got < 0) {
+			ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
+			return -EIO;
+		}
+		for (i = 0; i < got; i++) {
+			DAT_EVENT *slot = &evd->ring[(evd->head + evd->count) % evd->qlen];
+
+			if (ofx_dto_convert(&wc[i], slot, &nep)) {
+				slot->evd_handle = (DAT_EVD_HANDLE)evd;
+				evd->count++;
+				added++;
+			}
+			if (nep) {
+				notify[nnotify].ep = nep;
+				notify[nnotify].wc = &wc[i];
+				nnotify++;
+			}
+		}
+		if (nnotify) {
+			*nnotify_p = nnotify;
+			*more_p = got == n;
+			break;
+		}
+		if (got < n)
+			break;
+	}
+	return added;
+}
+
+int ofx_evd_drain_cq(struct ofx_evd *evd)
+{
+	struct ibv_wc wc[OFX_EVD_POLL_MAX];
+	struct evd_notify notify[OFX_EVD_POLL_MAX];
+	int total = 0, nnotify, ret, i;
+	bool more;
+
+	if (!evd->cq)
+		return 0;
+	do {
+		pthread_mutex_lock(&evd->lock);
+		/*
+		 * No wake_fd write: a waiter either re-checks the ring after
+		 * its own drain or is woken by the completion channel.
+		 */
+		ret = evd_drain_locked(evd, wc, notify, &nnotify, &more);
+		pthread_mutex_unlock(&evd->lock);
+		for (i = 0; i < nnotify; i++)
+			ofx_ep_dto_notify(notify[i].ep, notify[i].wc);
+		if (ret < 0)
+			return ret;
+		total += ret;
+	} while (more);
+	return total;
+}
+
+/* Reads every pending completion event of the channel and acknowledges them. */
+static void evd_consume_channel(struct ofx_evd *evd)
+{
+	struct ibv_cq *cq;
+	void *ctx;
+	unsigned int n = 0;
+
+	while (!ofx_verbs->get_cq_event(evd->channel, &cq, &ctx))
+		n++;
+	if (errno != EAGAIN && errno != EWOULDBLOCK)
+		ofx_warn("evd %p: ibv_get_cq_event: %m", (void *)evd);
+	if (n)
+		ofx_verbs->ack_cq_events(evd->cq, n);
+}
+
+static void evd_consume_wake(struct ofx_evd *evd)
+{
+	uint64_t val;
+
+	if (read(evd->wake_fd, &val, sizeof(val)) < 0 && errno != EAGAIN)
+		ofx_warn("evd %p: eventfd read: %m", (void *)evd);
+}
+
+/* poll() timeout in ms for `deadline` (UINT64_MAX = none): -1, 0 = expired, or rounded up. */
+static int evd_poll_ms(uint64_t deadline)
+{
+	uint64_t now, left;
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	now = ofx_now_ns();
+	if (now >= deadline)
+		return 0;
+	left = (deadline - now + 999999) / 1000000;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
+/*
+ * Wait loop of evd_wait; runs with evd->waiter set and the lock dropped.
+ * Returns with the lock held.
+ */
+static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+				DAT_EVENT *event, DAT_COUNT *nmore)
+{
+	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
+			    ofx_now_ns() + (uint64_t)timeout * 1000;
+	struct pollfd pfd[2];
+	bool armed = false;
+	int ret, ms, nfd;
+
+	for (;;) {
+		if (evd->cq) {
+			ret = ofx_evd_drain_cq(evd);
+			if (ret < 0) {
+				pthread_mutex_lock(&evd->lock);
+				return ofx_dat_status(ret, OFX_OBJ_EVD);
+			}
+		}
+		pthread_mutex_lock(&evd->lock);
+		if (evd->catastrophic)
+			return evd_err_state(DAT_NO_SUBTYPE);
+		if (!evd->waitable)
+			return evd_err_state(DAT_INVALID_STATE_EVD_UNWAITABLE);
+		if (evd->count >= threshold) {
+			evd_pop_locked(evd, event);
+			if (nmore)
+				*nmore = evd->count;
+			return DAT_SUCCESS;
+		}
+		ms = evd_poll_ms(deadline);
+		if (!ms) {
+			if (nmore)
+				*nmore = evd->count;
+			return DAT_TIMEOUT_EXPIRED;
+		}
+		pthread_mutex_unlock(&evd->lock);
+
+		if (evd->cq && !armed) {
+			/* Arm, then drain again: a completion between the two is not lost. */
+			if (ofx_verbs->req_notify_cq(evd->cq, 0)) {
+				ofx_err("evd %p: ibv_req_notify_cq failed", (void *)evd);
+				pthread_mutex_lock(&evd->lock);
+				return ofx_dat_status(-EIO, OFX_OBJ_EVD);
+			}
+			armed = true;
+			continue;
+		}
+
+		nfd = 0;
+		pfd[nfd].fd = evd->wake_fd;
+		pfd[nfd].events = POLLIN;
+		pfd[nfd++].revents = 0;
+		if (evd->channel) {
+			pfd[nfd].fd = evd->channel->fd;
+			pfd[nfd].events = POLLIN;
+			pfd[nfd++].revents = 0;
+		}
+		ret = poll(pfd, nfd, ms);
+		if (ret < 0 && errno != EINTR) {
+			ret = -errno;
+			ofx_err("evd %p: poll: %m", (void *)evd);
+			pthread_mutex_lock(&evd->lock);
+			return ofx_dat_status(ret, OFX_OBJ_EVD);
+		}
+		if (ret <= 0)
+			continue;
+		if (pfd[0].revents)
+			evd_consume_wake(evd);
+		if (nfd > 1 && pfd[1].revents) {
+			evd_consume_channel(evd);
+			armed = false;	/* notification is one-shot */
+		}
+	}
+}
+
+DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+			DAT_EVENT *event, DAT_COUNT *nmore)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	DAT_RETURN status;
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (!event)
+		return OFX_INVALID_ARG(4);
+
+	pthread_mutex_lock(&evd->lock);
+	if (threshold <= 0 || threshold > evd->qlen || (threshold > 1 && !evd->cq)) {
+		status = OFX_INVALID_ARG(3);
+		goto out_unlock;
+	}
+	if (evd->catastrophic) {
+		status = evd_err_state(DAT_NO_SUBTYPE);
+		goto out_unlock;
+	}
+	if (!evd->waitable) {
+		status = evd_err_state(DAT_INVALID_STATE_EVD_UNWAITABLE);
+		goto out_unlock;
+	}
+	if (evd->waiter) {
+		status = evd_err_state(DAT_INVALID_STATE_EVD_IN_USE);
+		goto out_unlock;
+	}
+	evd->waiter = true;
+	pthread_mutex_unlock(&evd->lock);
+
+	status = evd_wait_loop(evd, timeout, threshold, event, nmore);
+	evd->waiter = false;
+out_unlock:
+	pthread_mutex_unlock(&evd->lock);
+	return status;
+}
+
+DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	DAT_RETURN status = DAT_SUCCESS;
+	int ret;
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (!event)
+		return OFX_INVALID_ARG(2);
+	if (evd->cq) {
+		ret = ofx_evd_drain_cq(evd);
+		if (ret < 0)
+			return ofx_dat_status(ret, OFX_OBJ_EVD);
+	}
+	pthread_mutex_lock(&evd->lock);
+	if (evd->catastrophic)
+		status = evd_err_state(DAT_NO_SUBTYPE);
+	else if (!evd->count)
+		status = DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
+	else
+		evd_pop_locked(evd, event);
+	pthread_mutex_unlock(&evd->lock);
+	return status;
+}
+
+DAT_RETURN ofx_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	int ret;
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (!(evd->flags & DAT_EVD_SOFTWARE_FLAG))
+		return OFX_INVALID_ARG(1);
+	if (!event || event->event_number != DAT_SOFTWARE_EVENT)
+		return OFX_INVALID_ARG(2);
+	ret = ofx_evd_post(evd, event);
+	if (ret == -ENOSPC)
+		return OFX_DAT_ERR(DAT_QUEUE_FULL, 0);
+	return ofx_dat_status(ret, OFX_OBJ_EVD);
+}
+
+DAT_RETURN ofx_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	DAT_EVENT *ring, *old;
+	DAT_COUNT i;
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (qlen <= 0 || (evd->obj.ia && qlen > evd->obj.ia->dev_attr.max_cqe))
+		return OFX_INVALID_ARG(2);
+	/* The CQ cannot be resized through the seam; a deeper ring could overrun it. */
+	if (evd->cq && qlen > evd->cq_depth)
+		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEVD);
+
+	ring = calloc(qlen, sizeof(*ring));
+	if (!ring)
+		return ofx_dat_status(-ENOMEM, OFX_OBJ_EVD);
+
+	pthread_mutex_lock(&evd->lock);
+	if (qlen < evd->count) {
+		pthread_mutex_unlock(&evd->lock);
+		free(ring);
+		return OFX_INVALID_ARG(2);
+	}
+	for (i = 0; i < evd->count; i++)
+		ring[i] = evd->ring[(evd->head + i) % evd->qlen];
+	old = evd->ring;
+	evd->ring = ring;
+	evd->head = 0;
+	evd->qlen = qlen;
+	pthread_mutex_unlock(&evd->lock);
+	free(old);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_evd_free(DAT_EVD_HANDLE h)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	bool busy;
+
+	if (!evd)
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	pthread_mutex_lock(&evd->lock);
+	busy = atomic_load(&evd->refs) > 0 || evd->waiter ||
+	       (evd->obj.ia && evd == evd->obj.ia->async_evd);
+	pthread_mutex_unlock(&evd->lock);
+	if (busy)
+		return evd_err_state(DAT_INVALID_STATE_EVD_IN_USE);
+	ofx_evd_destroy(evd);
+	return DAT_SUCCESS;
+}
+
+void ofx_evd_get(struct ofx_evd *evd)
+{
+	atomic_fetch_add(&evd->refs, 1);
+}
+
+void ofx_evd_put(struct ofx_evd *evd)
+{
+	int old = atomic_fetch_sub(&evd->refs, 1);
+
+	if (old <= 0)
+		ofx_warn("evd %p: reference count underflow", (void *)evd);
+}

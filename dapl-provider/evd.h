@@ -1,0 +1,102 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_EVD_H
+#define OFX_EVD_H
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <infiniband/verbs.h>
+#include "obj.h"
+
+struct ofx_cno;
+
+/*
+ * An event dispatcher.  Every EVD has a ring of pending DAT events and an
+ * eventfd; EVDs with DAT_EVD_DTO_FLAG or DAT_EVD_RMR_BIND_FLAG also own a
+ * verbs CQ with its own completion channel.
+ *
+ * Waiting happens in the caller's thread: evd_wait drains the CQ into the
+ * ring, arms the CQ, drains again, then poll()s the completion channel fd and
+ * the eventfd together.  Producers in other threads (the progress thread
+ * posting CM or async events, another EVD's poller completing an RTR) write
+ * the eventfd after queueing, so any stream merging works, DTO with
+ * CONNECTION included.
+ *
+ * `lock` is a leaf lock: nothing else is taken while it is held.
+ */
+struct ofx_evd {
+	struct ofx_obj obj;
+	DAT_EVD_FLAGS flags;
+
+	pthread_mutex_t lock;
+	DAT_EVENT *ring;	/* qlen slots, guarded by lock */
+	DAT_COUNT qlen;
+	DAT_COUNT head;		/* index of the oldest event */
+	DAT_COUNT count;	/* events queued */
+	bool waiter;		/* a thread is inside evd_wait */
+	bool enabled;
+	bool waitable;
+	bool catastrophic;	/* async EVD overflowed: wait/dequeue refuse */
+	int wake_fd;		/* eventfd */
+
+	struct ibv_comp_channel *channel;	/* DTO/RMR_BIND EVDs only */
+	struct ibv_cq *cq;
+	int cq_depth;
+
+	struct ofx_cno *cno;
+	atomic_int refs;	/* EPs, SPs, SRQs that reference this EVD */
+};
+OFX_DEFINE_FROM_HANDLE(evd, EVD)
+
+/* DAT entry points */
+DAT_RETURN ofx_evd_create(DAT_IA_HANDLE ia, DAT_COUNT qlen, DAT_CNO_HANDLE cno,
+			  DAT_EVD_FLAGS flags, DAT_EVD_HANDLE *evd_p);
+DAT_RETURN ofx_evd_query(DAT_EVD_HANDLE evd, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARAM *param);
+DAT_RETURN ofx_evd_modify_cno(DAT_EVD_HANDLE evd, DAT_CNO_HANDLE cno);
+DAT_RETURN ofx_evd_enable(DAT_EVD_HANDLE evd);
+DAT_RETURN ofx_evd_disable(DAT_EVD_HANDLE evd);
+DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+			DAT_EVENT *event, DAT_COUNT *nmore);
+DAT_RETURN ofx_evd_resize(DAT_EVD_HANDLE evd, DAT_COUNT qlen);
+DAT_RETURN ofx_evd_post_se(DAT_EVD_HANDLE evd, const DAT_EVENT *event);
+DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE evd, DAT_EVENT *event);
+DAT_RETURN ofx_evd_free(DAT_EVD_HANDLE evd);
+DAT_RETURN ofx_evd_set_unwaitable(DAT_EVD_HANDLE evd);
+DAT_RETURN ofx_evd_clear_unwaitable(DAT_EVD_HANDLE evd);
+
+/*
+ * Internal create (ia_open makes the async EVD with DAT_EVD_ASYNC_FLAG, which
+ * dat_evd_create refuses).  Returns 0 or a negative errno.
+ */
+int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS flags,
+			    struct ofx_evd **evd_p);
+/* Frees regardless of references (ia_close cleanup). */
+void ofx_evd_destroy(struct ofx_evd *evd);
+
+/*
+ * Queues a copy of `ev` (evd_handle is filled in here) and wakes a waiter.
+ * Any thread.  Returns -ENOSPC when the ring is full: the event is dropped,
+ * a DAT_ASYNC_ERROR_EVD_OVERFLOW is posted to the IA's async EVD (or, for the
+ * async EVD itself, it is marked catastrophic) and a warning is logged.
+ */
+int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev);
+
+/* Convenience builders on top of ofx_evd_post(). */
+int ofx_evd_post_conn(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE ep,
+		      DAT_COUNT pdata_len, const void *pdata);
+int ofx_evd_post_cr(struct ofx_evd *evd, DAT_SP_HANDLE sp, DAT_IA_ADDRESS_PTR local_addr,
+		    DAT_CONN_QUAL qual, DAT_CR_HANDLE cr);
+int ofx_evd_post_async(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_HANDLE handle);
+
+/*
+ * Polls up to the ring's free space of CQ entries into the ring (batched
+ * ibv_poll_cq), converting with ofx_dto_convert().  Takes evd->lock itself;
+ * runs ofx_ep_dto_notify() for returned EPs after unlocking.  Returns the
+ * number of events added or a negative errno.
+ */
+int ofx_evd_drain_cq(struct ofx_evd *evd);
+
+/* Takes/drops a reference held by an EP, SP or SRQ. */
+void ofx_evd_get(struct ofx_evd *evd);
+void ofx_evd_put(struct ofx_evd *evd);
+
+#endif

@@ -1,0 +1,427 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE /* pthread_setname_np */
+#endif
+#define OFX_LOG_SUBSYS OFX_SUBSYS_CORE
+#include "progress.h"
+
+#include "log.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <time.h>
+#include <unistd.h>
+
+#define OFX_PROGRESS_MAX_EVENTS 16
+
+struct ofx_progress_fd {
+	int fd;
+	ofx_fd_handler fn;
+	void *arg;
+	struct ofx_list link;	/* in prog->fds */
+};
+
+struct ofx_progress {
+	pthread_t thread;
+	int epfd;
+	int wake_fd;		/* eventfd: arm, cancel and stop write it */
+	char name[16];		/* thread name, "ofx-<name>" */
+
+	/*
+	 * Guards everything below.  A leaf with respect to the objects: no
+	 * handler or timer callback runs while it is held, so they may take
+	 * any lock, and arm/cancel may be called with object locks held.
+	 */
+	pthread_mutex_t lock;
+	pthread_cond_t idle;	/* signalled when running_fd is cleared */
+	struct ofx_list fds;	/* struct ofx_progress_fd */
+	struct ofx_list timers;	/* armed struct ofx_timer, by deadline */
+	struct ofx_progress_fd *running_fd; /* handler being called, if any */
+	bool stop;
+};
+
+/* The engine whose thread this is; NULL in every other thread. */
+static __thread const struct ofx_progress *ofx_progress_current;
+
+uint64_t ofx_now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+bool ofx_progress_in_thread(const struct ofx_progress *prog)
+{
+	return prog && ofx_progress_current == prog;
+}
+
+static void ofx_progress_wake(struct ofx_progress *prog)
+{
+	uint64_t one = 1;
+
+	/* EAGAIN means the counter is saturated: the thread is woken anyway. */
+	if (write(prog->wake_fd, &one, sizeof(one)) < 0 && errno != EAGAIN)
+		ofx_warn("progress %s: eventfd write: %m", prog->name);
+}
+
+static void ofx_progress_drain_wake(struct ofx_progress *prog)
+{
+	uint64_t val;
+
+	if (read(prog->wake_fd, &val, sizeof(val)) < 0 && errno != EAGAIN)
+		ofx_warn("progress %s: eventfd read: %m", prog->name);
+}
+
+static struct ofx_progress_fd *ofx_progress_find_fd(struct ofx_progress *prog, int fd)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, &prog->fds) {
+		struct ofx_progress_fd *e = container_of(pos, struct ofx_progress_fd, link);
+
+		if (e->fd == fd)
+			return e;
+	}
+	return NULL;
+}
+
+/*
+ * Runs the expired timers and returns the epoll timeout until the next one
+ * (-1: none).  Called and returns with the lock held; drops it around each
+ * callback, so the list is re-read from its head after every call.
+ */
+static int ofx_progress_run_timers(struct ofx_progress *prog)
+{
+	for (;;) {
+		struct ofx_timer *t;
+		uint64_t now, delta_ms;
+		ofx_timer_fn fn;
+		void *arg;
+
+		if (ofx_list_empty(&prog->timers) || prog->stop)
+			return -1;
+		t = container_of(prog->timers.next, struct ofx_timer, link);
+		now = ofx_now_ns();
+		if (t->deadline_ns > now) {
+			/* Round up: waking early would only spin until the deadline. */
+			delta_ms = (t->deadline_ns - now + 999999) / 1000000;
+			return delta_ms > INT_MAX ? INT_MAX : (int)delta_ms;
+		}
+
+		ofx_list_del(&t->link);
+		t->armed = false;
+		/* Copied under the lock: the owner may re-arm or free t afterwards. */
+		fn = t->fn;
+		arg = t->arg;
+		pthread_mutex_unlock(&prog->lock);
+		fn(arg);
+		pthread_mutex_lock(&prog->lock);
+	}
+}
+
+static void ofx_progress_dispatch(struct ofx_progress *prog, int fd)
+{
+	struct ofx_progress_fd *e;
+	ofx_fd_handler fn;
+	void *arg;
+
+	pthread_mutex_lock(&prog->lock);
+	/* The fd may have been removed since epoll_wait returned it. */
+	e = prog->stop ? NULL : ofx_progress_find_fd(prog, fd);
+	if (!e) {
+		pthread_mutex_unlock(&prog->lock);
+		return;
+	}
+	fn = e->fn;
+	arg = e->arg;
+	prog->running_fd = e;
+	pthread_mutex_unlock(&prog->lock);
+
+	fn(arg);
+
+	pthread_mutex_lock(&prog->lock);
+	prog->running_fd = NULL;
+	pthread_cond_broadcast(&prog->idle);
+	pthread_mutex_unlock(&prog->lock);
+}
+
+static void *ofx_progress_thread(void *arg)
+{
+	struct ofx_progress *prog = arg;
+	struct epoll_event evs[OFX_PROGRESS_MAX_EVENTS];
+	int timeout, n, i;
+
+	ofx_progress_current = prog;
+	pthread_setname_np(pthread_self(), prog->name);
+	ofx_dbg("progress %s: started", prog->name);
+
+	for (;;) {
+		pthread_mutex_lock(&prog->lock);
+		timeout = ofx_progress_run_timers(prog);
+		if (prog->stop) {
+			pthread_mutex_unlock(&prog->lock);
+			break;
+		}
+		pthread_mutex_unlock(&prog->lock);
+
+		n = epoll_wait(prog->epfd, evs, OFX_PROGRESS_MAX_EVENTS, timeout);
+		if (n < 0) {
+			if (errno == EINTR)
+				continue;
+			/* Only a bad epfd gets here; spinning on it would not help. */
+			ofx_err("progress %s: epoll_wait: %m", prog->name);
+			break;
+		}
+		for (i = 0; i < n; i++) {
+			if (evs[i].data.fd == prog->wake_fd)
+				ofx_progress_drain_wake(prog);
+			else
+				ofx_progress_dispatch(prog, evs[i].data.fd);
+		}
+	}
+
+	ofx_dbg("progress %s: stopped", prog->name);
+	return NULL;
+}
+
+int ofx_progress_start(struct ofx_progress **prog_p, const char *name)
+{
+	struct ofx_progress *prog;
+	struct epoll_event ev = { .events = EPOLLIN };
+	sigset_t all, old;
+	int ret;
+
+	prog = calloc(1, sizeof(*prog));
+	if (!prog) {
+		ret = -ENOMEM;
+		ofx_err("progress %s: out of memory", name);
+		goto err;
+	}
+	/* pthread_setname_np allows 15 characters; longer names are cut. */
+	snprintf(prog->name, sizeof(prog->name), "ofx-%.11s", name ? name : "");
+	pthread_mutex_init(&prog->lock, NULL);
+	pthread_cond_init(&prog->idle, NULL);
+	ofx_list_init(&prog->fds);
+	ofx_list_init(&prog->timers);
+
+	prog->epfd = epoll_create1(EPOLL_CLOEXEC);
+	if (prog->epfd < 0) {
+		ret = -errno;
+		ofx_err("progress %s: epoll_create1: %m", prog->name);
+		goto err_free;
+	}
+	prog->wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	if (prog->wake_fd < 0) {
+		ret = -errno;
+		ofx_err("progress %s: eventfd: %m", prog->name);
+		goto err_close_epfd;
+	}
+	ev.data.fd = prog->wake_fd;
+	if (epoll_ctl(prog->epfd, EPOLL_CTL_ADD, prog->wake_fd, &ev)) {
+		ret = -errno;
+		ofx_err("progress %s: epoll_ctl add eventfd: %m", prog->name);
+		goto err_close_wake;
+	}
+
+	/* Consumers' signal handlers must never run on our thread. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	ret = -pthread_create(&prog->thread, NULL, ofx_progress_thread, prog);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (ret) {
+		errno = -ret;
+		ofx_err("progress %s: pthread_create: %m", prog->name);
+		goto err_close_wake;
+	}
+
+	*prog_p = prog;
+	return 0;
+
+err_close_wake:
+	close(prog->wake_fd);
+err_close_epfd:
+	close(prog->epfd);
+err_free:
+	pthread_cond_destroy(&prog->idle);
+	pthread_mutex_destroy(&prog->lock);
+	free(prog);
+err:
+	return ret;
+}
+
+void ofx_progress_stop(struct ofx_progress *prog)
+{
+	struct ofx_list *pos, *tmp;
+	int ret;
+
+	if (!prog)
+		return;
+	if (ofx_progress_in_thread(prog)) {
+		/* Joining ourselves would deadlock; leaking is the lesser evil. */
+		ofx_err("progress %s: stop called from its own thread", prog->name);
+		return;
+	}
+
+	pthread_mutex_lock(&prog->lock);
+	prog->stop = true;
+	pthread_mutex_unlock(&prog->lock);
+	ofx_progress_wake(prog);
+
+	ret = pthread_join(prog->thread, NULL);
+	if (ret) {
+		errno = ret;
+		ofx_warn("progress %s: pthread_join: %m", prog->name);
+	}
+
+	/* Nothing runs any more; forget what the owners did not remove. */
+	ofx_list_for_each_safe(pos, tmp, &prog->timers) {
+		struct ofx_timer *t = container_of(pos, struct ofx_timer, link);
+
+		ofx_list_del(&t->link);
+		t->armed = false;
+	}
+	ofx_list_for_each_safe(pos, tmp, &prog->fds) {
+		struct ofx_progress_fd *e = container_of(pos, struct ofx_progress_fd, link);
+
+		ofx_dbg("progress %s: fd %d still registered at stop", prog->name, e->fd);
+		ofx_list_del(&e->link);
+		free(e);
+	}
+
+	close(prog->wake_fd);
+	close(prog->epfd);
+	pthread_cond_destroy(&prog->idle);
+	pthread_mutex_destroy(&prog->lock);
+	free(prog);
+}
+
+int ofx_progress_add_fd(struct ofx_progress *prog, int fd, ofx_fd_handler fn, void *arg)
+{
+	struct epoll_event ev = { .events = EPOLLIN, .data.fd = fd };
+	struct ofx_progress_fd *e;
+	int ret;
+
+	if (!prog || fd < 0 || !fn)
+		return -EINVAL;
+	e = calloc(1, sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	e->fd = fd;
+	e->fn = fn;
+	e->arg = arg;
+
+	pthread_mutex_lock(&prog->lock);
+	if (ofx_progress_find_fd(prog, fd)) {
+		ret = -EEXIST;
+		ofx_err("progress %s: fd %d is already registered", prog->name, fd);
+		goto err_unlock;
+	}
+	/* Listed before epoll sees it, so the first event finds its handler. */
+	ofx_list_add_tail(&prog->fds, &e->link);
+	if (epoll_ctl(prog->epfd, EPOLL_CTL_ADD, fd, &ev)) {
+		ret = -errno;
+		ofx_err("progress %s: epoll_ctl add fd %d: %m", prog->name, fd);
+		ofx_list_del(&e->link);
+		goto err_unlock;
+	}
+	pthread_mutex_unlock(&prog->lock);
+	return 0;
+
+err_unlock:
+	pthread_mutex_unlock(&prog->lock);
+	free(e);
+	return ret;
+}
+
+/*
+ * After this returns the handler is not running and will not run again,
+ * unless the caller is that handler itself (which may remove its own fd).
+ */
+int ofx_progress_del_fd(struct ofx_progress *prog, int fd)
+{
+	struct ofx_progress_fd *e;
+	int ret = 0;
+
+	if (!prog)
+		return 0;
+
+	pthread_mutex_lock(&prog->lock);
+	e = ofx_progress_find_fd(prog, fd);
+	if (!e) {
+		pthread_mutex_unlock(&prog->lock);
+		return -ENOENT;
+	}
+	ofx_list_del(&e->link);
+	if (epoll_ctl(prog->epfd, EPOLL_CTL_DEL, fd, NULL)) {
+		/* A closed fd has already left the epoll set: nothing to undo. */
+		ret = -errno;
+		ofx_warn("progress %s: epoll_ctl del fd %d: %m", prog->name, fd);
+	}
+	while (prog->running_fd == e && !ofx_progress_in_thread(prog))
+		pthread_cond_wait(&prog->idle, &prog->lock);
+	pthread_mutex_unlock(&prog->lock);
+
+	free(e);
+	return ret;
+}
+
+void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
+			    uint64_t timeout_us, ofx_timer_fn fn, void *arg)
+{
+	struct ofx_list *pos;
+	uint64_t deadline;
+
+	if (!prog) {
+		ofx_warn("timer %p armed without a progress engine", (void *)t);
+		return;
+	}
+	deadline = ofx_now_ns() + timeout_us * 1000;
+
+	pthread_mutex_lock(&prog->lock);
+	if (t->armed)
+		ofx_list_del(&t->link);
+	t->deadline_ns = deadline;
+	t->fn = fn;
+	t->arg = arg;
+	t->armed = true;
+	/* Insert after every timer due no later: equal deadlines fire in arm order. */
+	for (pos = prog->timers.prev; pos != &prog->timers; pos = pos->prev) {
+		struct ofx_timer *o = container_of(pos, struct ofx_timer, link);
+
+		if (o->deadline_ns <= deadline)
+			break;
+	}
+	ofx_list_add_tail(pos->next, &t->link);
+	pthread_mutex_unlock(&prog->lock);
+
+	if (!ofx_progress_in_thread(prog))
+		ofx_progress_wake(prog);
+}
+
+bool ofx_progress_timer_cancel(struct ofx_progress *prog, struct ofx_timer *t)
+{
+	bool was_armed;
+
+	if (!prog)
+		return false;
+
+	pthread_mutex_lock(&prog->lock);
+	was_armed = t->armed;
+	if (was_armed) {
+		ofx_list_del(&t->link);
+		t->armed = false;
+	}
+	pthread_mutex_unlock(&prog->lock);
+
+	/* Lets the thread recompute its timeout without the cancelled timer. */
+	if (was_armed && !ofx_progress_in_thread(prog))
+		ofx_progress_wake(prog);
+	return was_armed;
+}

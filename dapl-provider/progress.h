@@ -1,0 +1,64 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_PROGRESS_H
+#define OFX_PROGRESS_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include "obj.h"
+
+/*
+ * One progress engine per IA: a thread that waits in one epoll set on the
+ * IA's rdma_cm event channel, the device async-event fd, extra fds that
+ * other objects register (e.g. a completion channel that must be watched
+ * while a p2p RTR is awaited) and an eventfd used to wake it up.  It also
+ * runs one-shot timers (connection timeouts, bounded disconnect waits).
+ * Handlers drain their fd until EAGAIN.  Shutdown writes the eventfd and
+ * joins the thread; nothing sleep-polls.
+ */
+struct ofx_progress;
+
+typedef void (*ofx_fd_handler)(void *arg);
+typedef void (*ofx_timer_fn)(void *arg);
+
+struct ofx_timer {
+	uint64_t deadline_ns;	/* CLOCK_MONOTONIC */
+	ofx_timer_fn fn;
+	void *arg;
+	bool armed;		/* guarded by the progress lock */
+	struct ofx_list link;
+};
+
+int ofx_progress_start(struct ofx_progress **prog_p, const char *name);
+/* Wakes and joins the thread, then frees it; safe with NULL. */
+void ofx_progress_stop(struct ofx_progress *prog);
+
+/* Adds/removes an fd (EPOLLIN, level-triggered); the handler runs in the thread. */
+int ofx_progress_add_fd(struct ofx_progress *prog, int fd, ofx_fd_handler fn, void *arg);
+int ofx_progress_del_fd(struct ofx_progress *prog, int fd);
+
+/*
+ * Arms `t` to call fn(arg) in the progress thread after `timeout_us`.
+ * Re-arming an armed timer moves it.  ofx_progress_timer_cancel() returns
+ * true if the timer was armed (and now will not fire).  A timer callback
+ * must not cancel or free the timer of another object without its lock.
+ */
+void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
+			    uint64_t timeout_us, ofx_timer_fn fn, void *arg);
+bool ofx_progress_timer_cancel(struct ofx_progress *prog, struct ofx_timer *t);
+
+/*
+ * Returns once the handler or timer callback running at the time of the call
+ * (if any) has finished.  Objects call it before freeing memory a callback
+ * may still touch.  No-op from the progress thread itself or with NULL.
+ * All timer and fd functions above also accept a NULL `prog` (an IA whose
+ * engine is already stopped) and then do nothing.
+ */
+void ofx_progress_barrier(struct ofx_progress *prog);
+
+/* True if the caller is the progress thread of `prog`. */
+bool ofx_progress_in_thread(const struct ofx_progress *prog);
+
+uint64_t ofx_now_ns(void);
+
+#endif

@@ -1,0 +1,68 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_SP_H
+#define OFX_SP_H
+
+#include <rdma/rdma_cma.h>
+#include "obj.h"
+
+struct ofx_evd;
+struct ofx_ep;
+
+/*
+ * A service point: PSP, RSP or CSP (obj.type tells which).  Each listens on
+ * its own rdma_cm id bound to <IA address>:<port(conn_qual)>.
+ */
+struct ofx_sp {
+	struct ofx_obj obj;
+	pthread_mutex_t lock;		/* before ep->lock and evd->lock */
+	struct rdma_cm_id *listen_id;
+	DAT_CONN_QUAL conn_qual;
+	struct ofx_evd *evd;		/* CR EVD (PSP/RSP) or connection EVD (CSP) */
+	DAT_PSP_FLAGS psp_flags;
+	struct ofx_ep *ep;		/* RSP: the reserved EP */
+	bool listening;			/* RSP stops after its first request */
+	/*
+	 * CRs not yet accepted or rejected.  Their cm_ids carry the SP as
+	 * context (not the CR), so the progress thread finds a CR under
+	 * `lock` and can never see one that accept/reject already freed.
+	 */
+	struct ofx_list crs;
+	struct ofx_list csp_eps;	/* CSP: EPs in ep_common_connect */
+};
+OFX_DEFINE_FROM_HANDLE(sp, PSP)
+
+/* The SP behind a PSP, RSP or CSP handle (type checked against `type`). */
+struct ofx_sp *ofx_sp_lookup(DAT_HANDLE h, enum ofx_obj_type type);
+
+/* The rdma_cm port for a DAT connection qualifier (same function as stock). */
+uint16_t ofx_conn_qual_to_port(DAT_CONN_QUAL qual);
+
+DAT_RETURN ofx_psp_create(DAT_IA_HANDLE ia, DAT_CONN_QUAL qual, DAT_EVD_HANDLE evd,
+			  DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *psp_p);
+DAT_RETURN ofx_psp_create_any(DAT_IA_HANDLE ia, DAT_CONN_QUAL *qual_p, DAT_EVD_HANDLE evd,
+			      DAT_PSP_FLAGS flags, DAT_PSP_HANDLE *psp_p);
+DAT_RETURN ofx_psp_query(DAT_PSP_HANDLE psp, DAT_PSP_PARAM_MASK mask, DAT_PSP_PARAM *param);
+DAT_RETURN ofx_psp_free(DAT_PSP_HANDLE psp);
+DAT_RETURN ofx_rsp_create(DAT_IA_HANDLE ia, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep,
+			  DAT_EVD_HANDLE evd, DAT_RSP_HANDLE *rsp_p);
+DAT_RETURN ofx_rsp_query(DAT_RSP_HANDLE rsp, DAT_RSP_PARAM_MASK mask, DAT_RSP_PARAM *param);
+DAT_RETURN ofx_rsp_free(DAT_RSP_HANDLE rsp);
+
+/* ia_close cleanup. */
+void ofx_sp_destroy(struct ofx_sp *sp);
+
+/*
+ * Progress thread: a CONNECT_REQUEST arrived on `sp`'s listen id.  Returns a
+ * cm_id the caller must destroy after acking the event (a refused request),
+ * or NULL.
+ */
+struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_event *ev);
+
+/*
+ * Progress thread: an event on the cm_id of a CR of `sp`.  Returns false when
+ * the id no longer belongs to a CR of `sp` (it was accepted meanwhile; the
+ * caller re-reads id->context).
+ */
+bool ofx_sp_cr_event(struct ofx_sp *sp, struct rdma_cm_event *ev);
+
+#endif

@@ -1,0 +1,128 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "verbs.h"
+
+/*
+ * Thin adapters for the verbs calls that are static inline in verbs.h (they
+ * dispatch through the context's ops and have no symbol to point at).
+ */
+static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	return ibv_poll_cq(cq, n, wc);
+}
+
+static int real_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return ibv_req_notify_cq(cq, solicited_only);
+}
+
+static struct ibv_qp *real_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+	return ibv_create_qp_ex(ctx, attr);
+}
+
+static int real_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	return ibv_post_send(qp, wr, bad);
+}
+
+static int real_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	return ibv_post_recv(qp, wr, bad);
+}
+
+static struct ibv_srq *real_create_srq_ex(struct ibv_context *ctx,
+					  struct ibv_srq_init_attr_ex *attr)
+{
+	return ibv_create_srq_ex(ctx, attr);
+}
+
+static int real_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad)
+{
+	return ibv_post_srq_recv(srq, wr, bad);
+}
+
+static int real_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
+{
+	return ibv_get_srq_num(srq, srq_num);
+}
+
+static struct ibv_xrcd *real_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
+{
+	return ibv_open_xrcd(ctx, attr);
+}
+
+static int real_close_xrcd(struct ibv_xrcd *xrcd)
+{
+	return ibv_close_xrcd(xrcd);
+}
+
+static struct ibv_qp *real_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
+{
+	return ibv_open_qp(ctx, attr);
+}
+
+static struct ibv_mr *real_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	return ibv_reg_mr(pd, addr, len, access);
+}
+
+static int real_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+{
+	return rdma_reject(id, pdata, len);
+}
+
+const struct ofx_verbs_ops ofx_verbs_real = {
+	.alloc_pd = ibv_alloc_pd,
+	.dealloc_pd = ibv_dealloc_pd,
+	.reg_mr = real_reg_mr,
+	.dereg_mr = ibv_dereg_mr,
+
+	.create_comp_channel = ibv_create_comp_channel,
+	.destroy_comp_channel = ibv_destroy_comp_channel,
+	.create_cq = ibv_create_cq,
+	.destroy_cq = ibv_destroy_cq,
+	.poll_cq = real_poll_cq,
+	.req_notify_cq = real_req_notify_cq,
+	.get_cq_event = ibv_get_cq_event,
+	.ack_cq_events = ibv_ack_cq_events,
+
+	.create_qp_ex = real_create_qp_ex,
+	.open_qp = real_open_qp,
+	.modify_qp = ibv_modify_qp,
+	.destroy_qp = ibv_destroy_qp,
+	.post_send = real_post_send,
+	.post_recv = real_post_recv,
+	.create_srq_ex = real_create_srq_ex,
+	.modify_srq = ibv_modify_srq,
+	.destroy_srq = ibv_destroy_srq,
+	.post_srq_recv = real_post_srq_recv,
+	.get_srq_num = real_get_srq_num,
+	.open_xrcd = real_open_xrcd,
+	.close_xrcd = real_close_xrcd,
+
+	.create_event_channel = rdma_create_event_channel,
+	.destroy_event_channel = rdma_destroy_event_channel,
+	.create_id = rdma_create_id,
+	.destroy_id = rdma_destroy_id,
+	.bind_addr = rdma_bind_addr,
+	.resolve_addr = rdma_resolve_addr,
+	.resolve_route = rdma_resolve_route,
+	.listen = rdma_listen,
+	.connect = rdma_connect,
+	.accept = rdma_accept,
+	.reject = real_reject,
+	.establish = rdma_establish,
+	.disconnect = rdma_disconnect,
+	.init_qp_attr = rdma_init_qp_attr,
+	.set_option = rdma_set_option,
+	.get_cm_event = rdma_get_cm_event,
+	.ack_cm_event = rdma_ack_cm_event,
+};
+
+const struct ofx_verbs_ops *ofx_verbs = &ofx_verbs_real;
+
+void ofx_verbs_set(const struct ofx_verbs_ops *ops)
+{
+	ofx_verbs = ops ? ops : &ofx_verbs_real;
+}

@@ -1,0 +1,80 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_VERBS_H
+#define OFX_VERBS_H
+
+#include <infiniband/verbs.h>
+#include <rdma/rdma_cma.h>
+
+/*
+ * The seam between DAT behaviour and the verbs / rdma_cm libraries.  Every
+ * call the provider makes into libibverbs or librdmacm that creates, changes
+ * or uses a QP, SRQ, CQ, XRC domain or CM id goes through `ofx_verbs`.
+ * Production uses the real libraries (ofx_verbs_real); unit tests install
+ * a model (for example of XRC semantics, which no device here offers) with
+ * ofx_verbs_set().  Device discovery and queries that only read attributes
+ * may call libibverbs directly.
+ */
+struct ofx_verbs_ops {
+	/* protection domains and memory */
+	struct ibv_pd *(*alloc_pd)(struct ibv_context *ctx);
+	int (*dealloc_pd)(struct ibv_pd *pd);
+	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
+	int (*dereg_mr)(struct ibv_mr *mr);
+
+	/* completion queues */
+	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);
+	int (*destroy_comp_channel)(struct ibv_comp_channel *ch);
+	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
+				    struct ibv_comp_channel *ch, int comp_vector);
+	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*poll_cq)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
+	int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context);
+	void (*ack_cq_events)(struct ibv_cq *cq, unsigned int n);
+
+	/* queue pairs and shared receive queues (RC and XRC) */
+	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
+	struct ibv_qp *(*open_qp)(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
+	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+	int (*destroy_qp)(struct ibv_qp *qp);
+	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
+	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+	struct ibv_srq *(*create_srq_ex)(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr);
+	int (*modify_srq)(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask);
+	int (*destroy_srq)(struct ibv_srq *srq);
+	int (*post_srq_recv)(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);
+	int (*get_srq_num)(struct ibv_srq *srq, uint32_t *srq_num);
+	struct ibv_xrcd *(*open_xrcd)(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr);
+	int (*close_xrcd)(struct ibv_xrcd *xrcd);
+
+	/* connection manager */
+	struct rdma_event_channel *(*create_event_channel)(void);
+	void (*destroy_event_channel)(struct rdma_event_channel *ch);
+	int (*create_id)(struct rdma_event_channel *ch, struct rdma_cm_id **id, void *ctx,
+			 enum rdma_port_space ps);
+	int (*destroy_id)(struct rdma_cm_id *id);
+	int (*bind_addr)(struct rdma_cm_id *id, struct sockaddr *addr);
+	int (*resolve_addr)(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			    int timeout_ms);
+	int (*resolve_route)(struct rdma_cm_id *id, int timeout_ms);
+	int (*listen)(struct rdma_cm_id *id, int backlog);
+	int (*connect)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+	int (*accept)(struct rdma_cm_id *id, struct rdma_conn_param *param);
+	int (*reject)(struct rdma_cm_id *id, const void *pdata, uint8_t len);
+	int (*establish)(struct rdma_cm_id *id);
+	int (*disconnect)(struct rdma_cm_id *id);
+	int (*init_qp_attr)(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask);
+	int (*set_option)(struct rdma_cm_id *id, int level, int optname, void *optval,
+			  size_t optlen);
+	int (*get_cm_event)(struct rdma_event_channel *ch, struct rdma_cm_event **ev);
+	int (*ack_cm_event)(struct rdma_cm_event *ev);
+};
+
+extern const struct ofx_verbs_ops ofx_verbs_real;
+/* The ops in use; read on every call, written only by ofx_verbs_set(). */
+extern const struct ofx_verbs_ops *ofx_verbs;
+
+/* Installs another implementation (unit tests); NULL restores the real one. */
+void ofx_verbs_set(const struct ofx_verbs_ops *ops);
+
+#endif

@@ -1,0 +1,98 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# suite.sh: device tests, run inside the ofxvm guest (two rxe hosts, A and B)
+# by test/run-device-tests.  Judges the stock programs by their output lines
+# (contract section 6): their exit codes mean nothing.
+#
+# OFX_DEVICE_SUITE=quick (default, CI) or full (adds the long dapltest cases).
+# Exit status: number of failed jobs.
+# shellcheck source=../vm/guest-lib.sh
+. "${OFXVM_LIB:-/etc/ofxvm/lib.sh}"
+
+A=${OFXVM_A_IP:-192.0.2.1}
+SUITE=${OFX_DEVICE_SUITE:-quick}
+DTEST_PASS='DAPL Test Complete\. PASSED'
+DTEST_FAIL='FAILED|ERR:|Error'
+DT_OK='End of Work -- Client Exiting'
+DT_BAD='Test Error|bad connection event|FAIL|Warning: conn_event_wait'
+
+# dtest pair: NAME IA [extra args]
+dtest_pair() {
+	local name=$1 ia=$2
+	shift 2
+	vm_pair "$name" 180 port:15828 \
+		"ona dtest -P $ia $*" "onb dtest -P $ia -h $A $*" "$DTEST_PASS" "$DTEST_FAIL"
+}
+
+# dapltest server on A for IA $1 (B's client uses the same IA name), then
+# each remaining argument is one client command line after "-s A -D IA".
+dapltest_block() {
+	local tag=$1 ia=$2 i=0
+	shift 2
+	if ! vm_bg "$tag.srv" 600 ona dapltest -T S -D "$ia" ||
+		! vm_wait_log "$tag.srv" 'Service Point Ready' 60; then
+		vm_join "$tag.srv" 5
+		return
+	fi
+	for args in "$@"; do
+		i=$((i + 1))
+		# shellcheck disable=SC2086
+		vm_run "$tag.$i" 300 onb dapltest $args -s "$A" -D "$ia"
+		vm_expect "$tag.$i" "$DT_OK" "$DT_BAD"
+	done
+	vm_run "$tag.quit" 60 onb dapltest -T Q -s "$A" -D "$ia"
+	vm_join "$tag.srv" 30
+	vm_expect "$tag.srv" 'Service Point Ready' "$DT_BAD"
+}
+
+vm_say "suite $SUITE: libdaplofx over rxe"
+
+# 1. libdaplofx on both hosts: stock dtest and dapltest.
+dtest_pair dtest.ofx ofx-rxe -b 65536 -B 200
+dtest_pair dtest.ofx.poll ofx-rxe -b 4096 -B 100 -p
+dapltest_block dapl.ofx ofx-rxe \
+	"-T T -i 1000 -t 1 -w 1 client SR 256 server SR 256" \
+	"-T T -i 1000 -t 1 -w 1 client SR 256 server RW 4096 server SR 256" \
+	"-T T -i 1000 -t 1 -w 1 client SR 256 server RR 4096 server SR 256" \
+	"-T T -i 500 -t 2 -w 4 client SR 1024 3 server SR 1024 3" \
+	"-T T -P -t 1 -w 1 -i 512 client RW 4096 1 server RW 2048 4 server RR 1024 1 client RR 2048 1 client SR 1024 3 -f server SR 256 3 -f" \
+	"-T P -i 2000 -m p RW 4096 2" \
+	"-T P -i 1000 -m b RR 4096 1"
+
+# 2. interop: one IA name, libdaplofx on one host, stock libdaplofa on the other.
+dtest_pair dtest.mix-ab mix-ab -b 65536 -B 200
+dtest_pair dtest.mix-ba mix-ba -b 65536 -B 200
+dapltest_block dapl.mix-ab mix-ab "-T T -i 1000 -t 1 -w 1 client SR 256 server RW 4096 server SR 256"
+dapltest_block dapl.mix-ba mix-ba "-T T -i 1000 -t 1 -w 1 client SR 256 server RR 4096 server SR 256"
+
+# 3. p2p RTR mode on both sides.
+dtest_pair dtest.p2p ofx-rxe-p2p -b 65536 -B 200
+dapltest_block dapl.p2p ofx-rxe-p2p \
+	"-T T -i 1000 -t 1 -w 1 client SR 256 server SR 256" \
+	"-T P -i 1000 -m p RW 4096 2"
+
+# 4. configuration errors fail dat_ia_open cleanly (dapltest -T L opens the IA).
+vm_run cfg.xrc-on 60 ona dtest -P ofx-rxe-xrc -s
+vm_expect cfg.xrc-on 'DAT_MODEL_NOT_SUPPORTED|dat_ia_open.*(MODEL|NOT)' "$DTEST_PASS"
+vm_run cfg.bad-key 60 ona dtest -P ofx-rxe-bad -s
+vm_expect cfg.bad-key 'DAT_INVALID_PARAMETER' "$DTEST_PASS"
+dtest_pair dtest.xrc-auto ofx-rxe-xrcauto -b 4096 -B 20
+
+# 5. the project's own DAT consumers (test/device/*.c), when built.
+if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_dev_tests" ]; then
+	vm_pair dev.tests 300 log:'server ready' \
+		"ona $OFX_TOP_BUILDDIR/test/device/ofx_dev_tests server" \
+		"onb $OFX_TOP_BUILDDIR/test/device/ofx_dev_tests client $A" \
+		'ALL TESTS PASSED' 'FAIL'
+fi
+
+if [ "$SUITE" = full ]; then
+	dtest_pair dtest.ofx.default ofx-rxe
+	dapltest_block dapl.full ofx-rxe \
+		"-T T -i 10000 -t 1 -w 8 client SR 256 server RW 4096 server SR 256" \
+		"-T T -i 4096 -t 4 -w 4 client SR 8192 3 server SR 8192 3" \
+		"-T P -i 4096 -p 16 -m b RW 65536 2"
+fi
+
+vm_summary

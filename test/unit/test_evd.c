@@ -1,0 +1,1011 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "unit.h"
+
+#include "dto.h"
+#include "ep.h"
+#include "evd.h"
+#include "ia.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dat2/udat.h>
+
+/*
+ * Event dispatchers without a device.  The IA is built by hand (only the
+ * fields evd.c reads) and the CQ is a model installed with ofx_verbs_set():
+ * scripted work completions, a one-shot arm, and a pipe standing in for
+ * the completion channel fd, written when a completion lands on an armed
+ * CQ (or on demand, for spurious wakeups).
+ */
+
+#define FAKE_CQ_MAX 256
+#define CQE_EXTRA 3		/* the model rounds the CQ up like a device may */
+
+struct fake_channel {
+	struct ibv_comp_channel ch;
+	int wfd;
+	struct fake_cq *cq;
+};
+
+struct fake_cq {
+	struct ibv_cq cq;
+	pthread_mutex_t lock;
+	struct ibv_wc q[FAKE_CQ_MAX];
+	int head, count;
+	bool armed;
+	int max_poll;		/* largest n passed to poll_cq */
+	unsigned int events, acked;
+	struct fake_channel *fch;
+};
+
+static struct ofx_verbs_ops fake_ops;
+static unsigned int fake_unbalanced;	/* CQs destroyed with unacked events */
+/* CUnit is not thread-safe: helper threads count failures, the test asserts them */
+static atomic_uint fake_write_failures;
+static struct ofx_ia test_ia;
+static int dummy_ctx;
+
+static struct ibv_comp_channel *fake_create_comp_channel(struct ibv_context *ctx)
+{
+	struct fake_channel *f = calloc(1, sizeof(*f));
+	int fds[2];
+
+	if (!f || pipe(fds)) {
+		free(f);
+		return NULL;
+	}
+	f->ch.context = ctx;
+	f->ch.fd = fds[0];
+	f->wfd = fds[1];
+	return &f->ch;
+}
+
+static int fake_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	struct fake_channel *f = (struct fake_channel *)ch;
+
+	close(f->ch.fd);
+	close(f->wfd);
+	free(f);
+	return 0;
+}
+
+static struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+				     struct ibv_comp_channel *ch, int vec)
+{
+	struct fake_cq *f = calloc(1, sizeof(*f));
+
+	if (!f)
+		return NULL;
+	pthread_mutex_init(&f->lock, NULL);
+	f->cq.context = ctx;
+	f->cq.channel = ch;
+	f->cq.cq_context = cq_context;
+	f->cq.cqe = cqe + CQE_EXTRA;
+	f->fch = (struct fake_channel *)ch;
+	f->fch->cq = f;
+	return &f->cq;
+}
+
+static int fake_destroy_cq(struct ibv_cq *cq)
+{
+	struct fake_cq *f = (struct fake_cq *)cq;
+
+	if (f->acked != f->events)
+		fake_unbalanced++;
+	pthread_mutex_destroy(&f->lock);
+	free(f);
+	return 0;
+}
+
+static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct fake_cq *f = (struct fake_cq *)cq;
+	int i;
+
+	pthread_mutex_lock(&f->lock);
+	if (n > f->max_poll)
+		f->max_poll = n;
+	for (i = 0; i < n && f->count; i++) {
+		wc[i] = f->q[f->head];
+		f->head = (f->head + 1) % FAKE_CQ_MAX;
+		f->count--;
+	}
+	pthread_mutex_unlock(&f->lock);
+	return i;
+}
+
+static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	struct fake_cq *f = (struct fake_cq *)cq;
+
+	pthread_mutex_lock(&f->lock);
+	f->armed = true;
+	pthread_mutex_unlock(&f->lock);
+	return 0;
+}
+
+static int fake_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
+{
+	struct fake_channel *fch = (struct fake_channel *)ch;
+	char b;
+
+	if (read(ch->fd, &b, 1) != 1)
+		return -1;	/* errno EAGAIN from the non-blocking pipe */
+	pthread_mutex_lock(&fch->cq->lock);
+	fch->cq->events++;
+	pthread_mutex_unlock(&fch->cq->lock);
+	*cq = &fch->cq->cq;
+	*ctx = fch->cq->cq.cq_context;
+	return 0;
+}
+
+static void fake_ack_cq_events(struct ibv_cq *cq, unsigned int n)
+{
+	struct fake_cq *f = (struct fake_cq *)cq;
+
+	pthread_mutex_lock(&f->lock);
+	f->acked += n;
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* A completion lands on the CQ (any thread); an armed CQ fires its channel once. */
+static void fake_cq_push(struct ofx_evd *evd, const struct ibv_wc *wc)
+{
+	struct fake_cq *f = (struct fake_cq *)evd->cq;
+	char b = 1;
+
+	pthread_mutex_lock(&f->lock);
+	f->q[(f->head + f->count) % FAKE_CQ_MAX] = *wc;
+	f->count++;
+	if (f->armed) {
+		f->armed = false;
+		if (write(f->fch->wfd, &b, 1) != 1)
+			atomic_fetch_add(&fake_write_failures, 1);
+	}
+	pthread_mutex_unlock(&f->lock);
+}
+
+/* A channel event with nothing new in the CQ. */
+static void fake_spurious_channel_event(struct ofx_evd *evd)
+{
+	struct fake_cq *f = (struct fake_cq *)evd->cq;
+	char b = 1;
+
+	if (write(f->fch->wfd, &b, 1) != 1)
+		atomic_fetch_add(&fake_write_failures, 1);
+}
+
+static int fake_cq_pending(struct ofx_evd *evd)
+{
+	struct fake_cq *f = (struct fake_cq *)evd->cq;
+	int n;
+
+	pthread_mutex_lock(&f->lock);
+	n = f->count;
+	pthread_mutex_unlock(&f->lock);
+	return n;
+}
+
+static void setup(void)
+{
+	static bool ia_ready;
+
+	fake_ops = ofx_verbs_real;
+	fake_ops.create_comp_channel = fake_create_comp_channel;
+	fake_ops.destroy_comp_channel = fake_destroy_comp_channel;
+	fake_ops.create_cq = fake_create_cq;
+	fake_ops.destroy_cq = fake_destroy_cq;
+	fake_ops.poll_cq = fake_poll_cq;
+	fake_ops.req_notify_cq = fake_req_notify_cq;
+	fake_ops.get_cq_event = fake_get_cq_event;
+	fake_ops.ack_cq_events = fake_ack_cq_events;
+	ofx_verbs_set(&fake_ops);
+	fake_unbalanced = 0;
+	atomic_store(&fake_write_failures, 0);
+
+	if (!ia_ready) {
+		test_ia.obj.type = OFX_OBJ_IA;
+		test_ia.obj.ia = &test_ia;
+		pthread_mutex_init(&test_ia.obj_lock, NULL);
+		ofx_list_init(&test_ia.objects);
+		ia_ready = true;
+	}
+	test_ia.verbs = (struct ibv_context *)&dummy_ctx;
+	test_ia.dev_attr.max_cqe = 1024;
+	test_ia.cfg.cq_batch = 16;
+	test_ia.async_evd = NULL;
+}
+
+static void teardown(void)
+{
+	CU_ASSERT_EQUAL(fake_unbalanced, 0);
+	CU_ASSERT_EQUAL(atomic_load(&fake_write_failures), 0);
+	ofx_verbs_set(NULL);
+}
+
+static struct ofx_evd *evd_new(DAT_COUNT qlen, DAT_EVD_FLAGS flags)
+{
+	struct ofx_evd *evd = NULL;
+
+	CU_ASSERT_FATAL(ofx_evd_create_internal(&test_ia, qlen, flags, &evd) == 0);
+	CU_ASSERT_FATAL(evd != NULL);
+	return evd;
+}
+
+static uint64_t now_us(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+}
+
+static void sleep_us(unsigned int us)
+{
+	struct timespec ts = { us / 1000000, (long)(us % 1000000) * 1000 };
+
+	nanosleep(&ts, NULL);
+}
+
+static int post_conn(struct ofx_evd *evd, int tag)
+{
+	return ofx_evd_post_conn(evd, DAT_CONNECTION_EVENT_ESTABLISHED, (DAT_EP_HANDLE)evd, tag,
+				 NULL);
+}
+
+static int conn_tag(const DAT_EVENT *ev)
+{
+	return ev->event_data.connect_event_data.private_data_size;
+}
+
+static bool evd_has_waiter(struct ofx_evd *evd)
+{
+	bool w;
+
+	pthread_mutex_lock(&evd->lock);
+	w = evd->waiter;
+	pthread_mutex_unlock(&evd->lock);
+	return w;
+}
+
+/* Spins until a thread is blocked in evd_wait (bounded: 2 s). */
+static void await_waiter(struct ofx_evd *evd)
+{
+	int i;
+
+	for (i = 0; i < 2000 && !evd_has_waiter(evd); i++)
+		sleep_us(1000);
+	CU_ASSERT_TRUE(evd_has_waiter(evd));
+	sleep_us(5000);	/* let it reach poll() */
+}
+
+/* An EP whose rings back the cookies of scripted completions. */
+static struct ofx_ep *ep_new(void)
+{
+	struct ofx_ep *ep = calloc(1, sizeof(*ep));
+
+	CU_ASSERT_FATAL(ep != NULL);
+	ep->obj.type = OFX_OBJ_EP;
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, 64, ep) == 0);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, 64, ep) == 0);
+	return ep;
+}
+
+static void ep_delete(struct ofx_ep *ep)
+{
+	ofx_cookie_ring_fini(&ep->send_ring);
+	ofx_cookie_ring_fini(&ep->recv_ring);
+	free(ep);
+}
+
+/* Posts a signaled send with cookie `user` and returns its success completion. */
+static struct ibv_wc send_wc(struct ofx_ep *ep, uint64_t user)
+{
+	struct ofx_cookie *c = ofx_cookie_ring_reserve(&ep->send_ring);
+	struct ibv_wc wc;
+
+	CU_ASSERT_FATAL(c != NULL);
+	c->user.as_64 = user;
+	c->len = 64;
+	c->op = OFX_OP_SEND;
+	c->flags = 0;
+	ofx_cookie_ring_commit(&ep->send_ring);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = (uintptr_t)c;
+	wc.status = IBV_WC_SUCCESS;
+	wc.opcode = IBV_WC_SEND;
+	return wc;
+}
+
+struct waiter_arg {
+	struct ofx_evd *evd;
+	DAT_TIMEOUT timeout;
+	DAT_COUNT threshold;
+	DAT_RETURN status;
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+	uint64_t elapsed_us;
+};
+
+static void *waiter_main(void *p)
+{
+	struct waiter_arg *a = p;
+	uint64_t t0 = now_us();
+
+	a->status = ofx_evd_wait(a->evd, a->timeout, a->threshold, &a->ev, &a->nmore);
+	a->elapsed_us = now_us() - t0;
+	return NULL;
+}
+
+static void test_events_come_out_in_fifo_order(void)
+{
+	struct ofx_evd *evd;
+	DAT_EVENT ev;
+	int i;
+
+	setup();
+	evd = evd_new(8, DAT_EVD_CONNECTION_FLAG);
+	for (i = 0; i < 5; i++)
+		CU_ASSERT_EQUAL(post_conn(evd, i), 0);
+	for (i = 0; i < 5; i++) {
+		CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(conn_tag(&ev), i);
+		CU_ASSERT_PTR_EQUAL(ev.evd_handle, evd);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), 0x000D0000);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_ring_wraps_around(void)
+{
+	struct ofx_evd *evd;
+	DAT_EVENT ev;
+	int round, i, tag = 0, expect = 0;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	for (round = 0; round < 10; round++) {
+		for (i = 0; i < 3; i++)
+			CU_ASSERT_EQUAL(post_conn(evd, tag++), 0);
+		for (i = 0; i < 3; i++) {
+			CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+			CU_ASSERT_EQUAL(conn_tag(&ev), expect++);
+		}
+	}
+	CU_ASSERT_EQUAL(evd->count, 0);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_overflow_drops_and_reports_once_per_event(void)
+{
+	struct ofx_evd *async, *evd;
+	DAT_EVENT ev;
+	int i;
+
+	setup();
+	async = evd_new(8, DAT_EVD_ASYNC_FLAG);
+	test_ia.async_evd = async;
+	evd = evd_new(3, DAT_EVD_CONNECTION_FLAG);
+	for (i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(post_conn(evd, i), 0);
+	CU_ASSERT_EQUAL(post_conn(evd, 100), -ENOSPC);
+	CU_ASSERT_EQUAL(post_conn(evd, 101), -ENOSPC);
+
+	for (i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(async, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_ASYNC_ERROR_EVD_OVERFLOW);
+		CU_ASSERT_PTR_EQUAL(ev.event_data.asynch_error_event_data.dat_handle, evd);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(async, &ev), DAT_QUEUE_EMPTY);
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(conn_tag(&ev), i);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_QUEUE_EMPTY);
+	ofx_evd_destroy(evd);
+	test_ia.async_evd = NULL;
+	ofx_evd_destroy(async);
+	teardown();
+}
+
+static void test_async_evd_overflow_is_catastrophic(void)
+{
+	struct ofx_evd *async;
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+
+	setup();
+	async = evd_new(2, DAT_EVD_ASYNC_FLAG);
+	test_ia.async_evd = async;
+	CU_ASSERT_EQUAL(ofx_evd_post_async(async, DAT_ASYNC_ERROR_EP_BROKEN, NULL), 0);
+	CU_ASSERT_EQUAL(ofx_evd_post_async(async, DAT_ASYNC_ERROR_EP_BROKEN, NULL), 0);
+	CU_ASSERT_EQUAL(ofx_evd_post_async(async, DAT_ASYNC_ERROR_EP_BROKEN, NULL), -ENOSPC);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(async, &ev)), DAT_INVALID_STATE);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_wait(async, 0, 1, &ev, &nmore)), DAT_INVALID_STATE);
+	/* and the IA's own async EVD cannot be freed by the consumer */
+	CU_ASSERT_EQUAL(ofx_evd_free(async),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE));
+	test_ia.async_evd = NULL;
+	ofx_evd_destroy(async);
+	teardown();
+}
+
+static void test_dequeue_empty_is_bare_queue_empty(void)
+{
+	struct ofx_evd *sw, *dto;
+	DAT_EVENT ev;
+
+	setup();
+	sw = evd_new(4, DAT_EVD_SOFTWARE_FLAG);
+	dto = evd_new(4, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(sw, &ev), 0x000D0000);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), 0x000D0000);
+	ofx_evd_destroy(sw);
+	ofx_evd_destroy(dto);
+	teardown();
+}
+
+static void test_wait_timeout_zero_on_empty_expires(void)
+{
+	struct ofx_evd *evd, *dto;
+	DAT_COUNT nmore = 77;
+	DAT_EVENT ev;
+	DAT_RETURN st;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	dto = evd_new(4, DAT_EVD_DTO_FLAG);
+	st = ofx_evd_wait(evd, 0, 1, &ev, &nmore);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(st), DAT_TIMEOUT_EXPIRED);
+	CU_ASSERT_EQUAL(nmore, 0);
+	nmore = 77;
+	st = ofx_evd_wait(dto, 0, 1, &ev, &nmore);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(st), DAT_TIMEOUT_EXPIRED);
+	CU_ASSERT_EQUAL(nmore, 0);
+	/* one event queued but threshold 2: expires and reports it in nmore */
+	CU_ASSERT_EQUAL(ofx_evd_post_conn(dto, DAT_CONNECTION_EVENT_BROKEN, NULL, 0, NULL), 0);
+	st = ofx_evd_wait(dto, 0, 2, &ev, &nmore);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(st), DAT_TIMEOUT_EXPIRED);
+	CU_ASSERT_EQUAL(nmore, 1);
+	ofx_evd_destroy(evd);
+	ofx_evd_destroy(dto);
+	teardown();
+}
+
+static void test_wait_argument_checks(void)
+{
+	struct ofx_evd *evd, *dto;
+	DAT_COUNT nmore;
+	DAT_EVENT ev;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	dto = evd_new(4, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, 0, &ev, &nmore), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, -1, &ev, &nmore), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, 5, &ev, &nmore), OFX_INVALID_ARG(3));
+	/* threshold > 1 needs a CQ-backed EVD */
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, 2, &ev, &nmore), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(ofx_evd_wait(dto, 0, dto->qlen + 1, &ev, &nmore), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, 1, NULL, &nmore), OFX_INVALID_ARG(4));
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_wait(NULL, 0, 1, &ev, &nmore)), DAT_INVALID_HANDLE);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_wait(&test_ia, 0, 1, &ev, &nmore)),
+			DAT_INVALID_HANDLE);
+	ofx_evd_destroy(evd);
+	ofx_evd_destroy(dto);
+	teardown();
+}
+
+static void test_wait_returns_oldest_with_nmore(void)
+{
+	struct ofx_evd *evd;
+	DAT_COUNT nmore = -1;
+	DAT_EVENT ev;
+
+	setup();
+	evd = evd_new(8, DAT_EVD_CONNECTION_FLAG);
+	post_conn(evd, 1);
+	post_conn(evd, 2);
+	post_conn(evd, 3);
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, DAT_TIMEOUT_INFINITE, 1, &ev, &nmore), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(conn_tag(&ev), 1);
+	CU_ASSERT_EQUAL(nmore, 2);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+struct poster_arg {
+	struct ofx_evd *evd;
+	unsigned int delay_us;
+};
+
+static void *poster_main(void *p)
+{
+	struct poster_arg *a = p;
+
+	sleep_us(a->delay_us);
+	post_conn(a->evd, 42);
+	return NULL;
+}
+
+static void test_post_from_another_thread_wakes_infinite_waiter(void)
+{
+	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
+	struct poster_arg p;
+	pthread_t wt, pt;
+	int i;
+
+	setup();
+	w.evd = evd_new(4, DAT_EVD_CONNECTION_FLAG | DAT_EVD_DTO_FLAG);
+	p.evd = w.evd;
+	p.delay_us = 20000;
+	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
+	CU_ASSERT_FATAL(pthread_create(&pt, NULL, poster_main, &p) == 0);
+	pthread_join(pt, NULL);
+	/* watchdog: a lost wakeup must fail the test, not hang it */
+	for (i = 0; i < 2000 && evd_has_waiter(w.evd); i++)
+		sleep_us(1000);
+	if (evd_has_waiter(w.evd))
+		ofx_evd_set_unwaitable(w.evd);
+	pthread_join(wt, NULL);
+	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
+	CU_ASSERT_EQUAL(w.ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(conn_tag(&w.ev), 42);
+	CU_ASSERT_EQUAL(w.nmore, 0);
+	ofx_evd_destroy(w.evd);
+	teardown();
+}
+
+static void test_completion_wakes_infinite_waiter(void)
+{
+	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
+	struct ofx_ep *ep;
+	struct ibv_wc wc;
+	pthread_t wt;
+	int i;
+
+	setup();
+	ep = ep_new();
+	w.evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
+	await_waiter(w.evd);
+	wc = send_wc(ep, 0xabc);
+	fake_cq_push(w.evd, &wc);
+	for (i = 0; i < 2000 && evd_has_waiter(w.evd); i++)
+		sleep_us(1000);
+	if (evd_has_waiter(w.evd))
+		ofx_evd_set_unwaitable(w.evd);
+	pthread_join(wt, NULL);
+	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
+	CU_ASSERT_EQUAL(w.ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_EQUAL(w.ev.event_data.dto_completion_event_data.user_cookie.as_64, 0xabc);
+	CU_ASSERT_PTR_EQUAL(w.ev.evd_handle, w.evd);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_evd_destroy(w.evd);
+	ep_delete(ep);
+	teardown();
+}
+
+static void test_threshold_two_waits_for_two_events(void)
+{
+	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 2 };
+	struct ofx_ep *ep;
+	struct ibv_wc wc;
+	pthread_t wt;
+	int i;
+
+	setup();
+	ep = ep_new();
+	w.evd = evd_new(8, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
+	await_waiter(w.evd);
+	wc = send_wc(ep, 1);
+	fake_cq_push(w.evd, &wc);
+	sleep_us(50000);
+	/* one completion is not enough: still waiting */
+	CU_ASSERT_TRUE(evd_has_waiter(w.evd));
+	wc = send_wc(ep, 2);
+	fake_cq_push(w.evd, &wc);
+	for (i = 0; i < 2000 && evd_has_waiter(w.evd); i++)
+		sleep_us(1000);
+	if (evd_has_waiter(w.evd))
+		ofx_evd_set_unwaitable(w.evd);
+	pthread_join(wt, NULL);
+	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
+	CU_ASSERT_EQUAL(w.ev.event_data.dto_completion_event_data.user_cookie.as_64, 1);
+	CU_ASSERT_EQUAL(w.nmore, 1);
+	CU_ASSERT(w.elapsed_us >= 50000);
+	ofx_evd_destroy(w.evd);
+	ep_delete(ep);
+	teardown();
+}
+
+struct spurious_arg {
+	struct ofx_evd *evd;
+	atomic_bool stop;
+};
+
+static void *spurious_main(void *p)
+{
+	struct spurious_arg *a = p;
+	uint64_t one = 1;
+
+	while (!atomic_load(&a->stop)) {
+		fake_spurious_channel_event(a->evd);
+		if (write(a->evd->wake_fd, &one, sizeof(one)) != sizeof(one))
+			atomic_fetch_add(&fake_write_failures, 1);
+		sleep_us(2000);
+	}
+	return NULL;
+}
+
+static void test_timeout_honoured_despite_spurious_wakeups(void)
+{
+	struct spurious_arg s = { 0 };
+	DAT_COUNT nmore = -1;
+	DAT_EVENT ev;
+	DAT_RETURN st;
+	uint64_t t0, dt;
+	pthread_t th;
+
+	setup();
+	s.evd = evd_new(4, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, spurious_main, &s) == 0);
+	t0 = now_us();
+	st = ofx_evd_wait(s.evd, 60000, 1, &ev, &nmore);
+	dt = now_us() - t0;
+	atomic_store(&s.stop, true);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(st), DAT_TIMEOUT_EXPIRED);
+	CU_ASSERT_EQUAL(nmore, 0);
+	CU_ASSERT(dt >= 60000);
+	CU_ASSERT(dt < 60000 + 200000);
+	ofx_evd_destroy(s.evd);
+	teardown();
+}
+
+static void test_second_waiter_is_refused(void)
+{
+	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
+	DAT_COUNT nmore;
+	DAT_EVENT ev;
+	pthread_t wt;
+
+	setup();
+	w.evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
+	await_waiter(w.evd);
+	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE));
+	CU_ASSERT_EQUAL(ofx_evd_free(w.evd),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE));
+	post_conn(w.evd, 7);
+	pthread_join(wt, NULL);
+	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
+	CU_ASSERT_EQUAL(conn_tag(&w.ev), 7);
+	ofx_evd_destroy(w.evd);
+	teardown();
+}
+
+static void test_set_unwaitable_wakes_the_waiter(void)
+{
+	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
+	DAT_COUNT nmore;
+	DAT_EVENT ev;
+	pthread_t wt;
+
+	setup();
+	w.evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
+	await_waiter(w.evd);
+	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(w.evd), DAT_SUCCESS);
+	pthread_join(wt, NULL);
+	CU_ASSERT_EQUAL(w.status, OFX_DAT_ERR(DAT_INVALID_STATE,
+					      DAT_INVALID_STATE_EVD_UNWAITABLE));
+	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_UNWAITABLE));
+	/* dequeue still works on an unwaitable EVD */
+	post_conn(w.evd, 3);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(w.evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_clear_unwaitable(w.evd), DAT_SUCCESS);
+	post_conn(w.evd, 4);
+	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(conn_tag(&ev), 4);
+	ofx_evd_destroy(w.evd);
+	teardown();
+}
+
+static void test_post_se_rules(void)
+{
+	struct ofx_evd *sw, *conn;
+	DAT_EVENT ev, out;
+	int token;
+
+	setup();
+	sw = evd_new(2, DAT_EVD_SOFTWARE_FLAG);
+	conn = evd_new(2, DAT_EVD_CONNECTION_FLAG);
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_SOFTWARE_EVENT;
+	ev.event_data.software_event_data.pointer = &token;
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_post_se(conn, &ev)), DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(ofx_evd_post_se(sw, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_post_se(sw, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_post_se(sw, &ev)), DAT_QUEUE_FULL);
+	ev.event_number = DAT_CONNECTION_EVENT_ESTABLISHED;
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_post_se(sw, &ev)), DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(sw, &out), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(out.event_number, DAT_SOFTWARE_EVENT);
+	CU_ASSERT_PTR_EQUAL(out.event_data.software_event_data.pointer, &token);
+	CU_ASSERT_PTR_EQUAL(out.evd_handle, sw);
+	ofx_evd_destroy(sw);
+	ofx_evd_destroy(conn);
+	teardown();
+}
+
+static void test_create_checks_and_query(void)
+{
+	DAT_EVD_HANDLE h = NULL, h2 = NULL;
+	DAT_EVD_PARAM param;
+	DAT_COUNT max;
+
+	setup();
+	max = test_ia.dev_attr.max_cqe;
+	CU_ASSERT_EQUAL(ofx_evd_create(&test_ia, 0, NULL, DAT_EVD_DTO_FLAG, &h),
+			OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_evd_create(&test_ia, max + 1, NULL, DAT_EVD_DTO_FLAG, &h),
+			OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_evd_create(&test_ia, 8, NULL, 0, &h), OFX_INVALID_ARG(4));
+	CU_ASSERT_EQUAL(ofx_evd_create(&test_ia, 8, NULL, DAT_EVD_ASYNC_FLAG, &h),
+			OFX_INVALID_ARG(4));
+	CU_ASSERT_EQUAL(ofx_evd_create(&test_ia, 8, NULL, DAT_EVD_DEFAULT_FLAG, &h),
+			OFX_INVALID_ARG(4));
+	CU_ASSERT_EQUAL(ofx_evd_create(&test_ia, 8, NULL, 0x4000, &h), OFX_INVALID_ARG(4));
+	CU_ASSERT_PTR_NULL(h);
+
+	/* DTO and CONNECTION merge; the CQ's larger depth is reported */
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_create(&test_ia, 10, NULL,
+					     DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG, &h),
+			      DAT_SUCCESS);
+	/* a live object of the wrong type is not a CNO */
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_create(&test_ia, 8, h, DAT_EVD_CR_FLAG, &h2)),
+			DAT_INVALID_HANDLE);
+	memset(&param, 0, sizeof(param));
+	CU_ASSERT_EQUAL(ofx_evd_query(h, DAT_EVD_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.evd_qlen, 10 + CQE_EXTRA);
+	CU_ASSERT_EQUAL(param.evd_flags, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG);
+	CU_ASSERT_EQUAL(param.evd_state, DAT_EVD_STATE_ENABLED | DAT_EVD_STATE_WAITABLE);
+	CU_ASSERT_PTR_NULL(param.cno_handle);
+	CU_ASSERT_PTR_EQUAL(param.ia_handle, ofx_ia_dat_handle(&test_ia));
+	CU_ASSERT_EQUAL(ofx_evd_disable(h), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(h), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_query(h, DAT_EVD_FIELD_EVD_STATE, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.evd_state, DAT_EVD_STATE_DISABLED | DAT_EVD_STATE_UNWAITABLE);
+	CU_ASSERT_EQUAL(ofx_evd_enable(h), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_query(h, DAT_EVD_FIELD_EVD_STATE, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.evd_state, DAT_EVD_STATE_ENABLED | DAT_EVD_STATE_UNWAITABLE);
+	CU_ASSERT_EQUAL(ofx_evd_free(h), DAT_SUCCESS);
+	teardown();
+}
+
+static void test_disabled_evd_still_queues(void)
+{
+	struct ofx_evd *evd;
+	DAT_EVENT ev;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	CU_ASSERT_EQUAL(ofx_evd_disable(evd), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(post_conn(evd, 5), 0);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(conn_tag(&ev), 5);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_free_refused_while_referenced(void)
+{
+	struct ofx_evd *evd;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	ofx_evd_get(evd);
+	CU_ASSERT_EQUAL(ofx_evd_free(evd),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE));
+	ofx_evd_put(evd);
+	CU_ASSERT_EQUAL(ofx_evd_free(evd), DAT_SUCCESS);
+	teardown();
+}
+
+static void test_resize_keeps_order_and_limits(void)
+{
+	struct ofx_evd *evd, *dto;
+	DAT_EVENT ev;
+	int i;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	/* move head off slot 0 so that the copy has to unwrap */
+	post_conn(evd, 0);
+	post_conn(evd, 1);
+	ofx_evd_dequeue(evd, &ev);
+	ofx_evd_dequeue(evd, &ev);
+	for (i = 0; i < 4; i++)
+		post_conn(evd, 10 + i);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_resize(evd, 3)), DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_resize(evd, 0)), DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(ofx_evd_resize(evd, 6), DAT_SUCCESS);
+	post_conn(evd, 14);
+	post_conn(evd, 15);
+	CU_ASSERT_EQUAL(post_conn(evd, 16), -ENOSPC);
+	for (i = 0; i < 6; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(conn_tag(&ev), 10 + i);
+	}
+	dto = evd_new(8, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_NOT_EQUAL(ofx_evd_resize(dto, dto->cq_depth + 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_resize(dto, 4), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(dto->qlen, 4);
+	ofx_evd_destroy(evd);
+	ofx_evd_destroy(dto);
+	teardown();
+}
+
+static void test_drain_batches_and_leaves_overflow_in_cq(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+	int i;
+
+	setup();
+	test_ia.cfg.cq_batch = 4;
+	ep = ep_new();
+	dto = evd_new(16, DAT_EVD_DTO_FLAG);
+	for (i = 0; i < 10; i++) {
+		wc = send_wc(ep, i);
+		fake_cq_push(dto, &wc);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 10);
+	CU_ASSERT(((struct fake_cq *)dto->cq)->max_poll <= 4);
+	for (i = 0; i < 10; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, i);
+	}
+
+	/* a ring smaller than the backlog: the rest waits in the CQ, nothing is lost */
+	CU_ASSERT_EQUAL(ofx_evd_resize(dto, 4), DAT_SUCCESS);
+	for (i = 0; i < 7; i++) {
+		wc = send_wc(ep, 100 + i);
+		fake_cq_push(dto, &wc);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 4);
+	CU_ASSERT_EQUAL(fake_cq_pending(dto), 3);
+	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 0);
+	for (i = 0; i < 7; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64,
+				100 + i);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_evd_destroy(dto);
+	ep_delete(ep);
+	teardown();
+}
+
+static void test_suppressed_completion_queues_nothing(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto;
+	struct ofx_cookie *c;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+
+	setup();
+	ep = ep_new();
+	dto = evd_new(4, DAT_EVD_DTO_FLAG);
+	c = ofx_cookie_ring_reserve(&ep->send_ring);
+	c->op = OFX_OP_RDMA_WRITE;
+	c->flags = OFX_COOKIE_F_SUPPRESS;
+	ofx_cookie_ring_commit(&ep->send_ring);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = (uintptr_t)c;
+	fake_cq_push(dto, &wc);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_evd_destroy(dto);
+	ep_delete(ep);
+	teardown();
+}
+
+struct dequeuer_arg {
+	struct ofx_evd *evd;
+	int got;
+	atomic_bool stop;
+};
+
+static void *dequeuer_main(void *p)
+{
+	struct dequeuer_arg *a = p;
+	DAT_EVENT ev;
+
+	while (!atomic_load(&a->stop)) {
+		if (ofx_evd_dequeue(a->evd, &ev) == DAT_SUCCESS)
+			a->got++;
+	}
+	while (ofx_evd_dequeue(a->evd, &ev) == DAT_SUCCESS)
+		a->got++;
+	return NULL;
+}
+
+static void test_concurrent_post_wait_and_dequeue_lose_nothing(void)
+{
+	struct dequeuer_arg d = { 0 };
+	DAT_COUNT nmore;
+	DAT_EVENT ev;
+	int posted = 0, waited = 0, i;
+	pthread_t th;
+
+	setup();
+	d.evd = evd_new(64, DAT_EVD_CONNECTION_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, dequeuer_main, &d) == 0);
+	for (i = 0; i < 20000; i++) {
+		if (!post_conn(d.evd, i))
+			posted++;
+		if (ofx_evd_wait(d.evd, 0, 1, &ev, &nmore) == DAT_SUCCESS)
+			waited++;
+	}
+	atomic_store(&d.stop, true);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(posted, 20000);
+	CU_ASSERT_EQUAL(waited + d.got, posted);
+	CU_ASSERT_EQUAL(d.evd->count, 0);
+	ofx_evd_destroy(d.evd);
+	teardown();
+}
+
+CU_TestInfo ofx_test_evd[] = {
+	{ "events come out in fifo order", test_events_come_out_in_fifo_order },
+	{ "ring wraps around", test_ring_wraps_around },
+	{ "overflow drops and reports once per event",
+	  test_overflow_drops_and_reports_once_per_event },
+	{ "async evd overflow is catastrophic", test_async_evd_overflow_is_catastrophic },
+	{ "dequeue on empty is the bare DAT_QUEUE_EMPTY", test_dequeue_empty_is_bare_queue_empty },
+	{ "wait with timeout 0 on empty expires", test_wait_timeout_zero_on_empty_expires },
+	{ "wait argument checks", test_wait_argument_checks },
+	{ "wait returns the oldest event with nmore", test_wait_returns_oldest_with_nmore },
+	{ "post from another thread wakes an infinite waiter",
+	  test_post_from_another_thread_wakes_infinite_waiter },
+	{ "completion wakes an infinite waiter", test_completion_wakes_infinite_waiter },
+	{ "threshold 2 waits for two events", test_threshold_two_waits_for_two_events },
+	{ "timeout is honoured despite spurious wakeups",
+	  test_timeout_honoured_despite_spurious_wakeups },
+	{ "second waiter is refused", test_second_waiter_is_refused },
+	{ "set_unwaitable wakes the waiter", test_set_unwaitable_wakes_the_waiter },
+	{ "post_se rules", test_post_se_rules },
+	{ "create checks and query", test_create_checks_and_query },
+	{ "disabled evd still queues", test_disabled_evd_still_queues },
+	{ "free refused while referenced", test_free_refused_while_referenced },
+	{ "resize keeps order and limits", test_resize_keeps_order_and_limits },
+	{ "drain batches and leaves overflow in the cq",
+	  test_drain_batches_and_leaves_overflow_in_cq },
+	{ "suppressed completion queues nothing", test_suppressed_completion_queues_nothing },
+	{ "concurrent post, wait and dequeue lose nothing",
+	  test_concurrent_post_wait_and_dequeue_lose_nothing },
+	CU_TEST_INFO_NULL,
+};
