@@ -314,6 +314,13 @@ static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool 
 	if (ep->p2p)
 		ep->rtr = hdr.rtr;
 	if (drive_qp) {
+		/*
+		 * INIT again: at ROUTE_RESOLVED rdma_cm had no IB CM id yet and
+		 * granted no remote access; now it knows the negotiated rights.
+		 */
+		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
+		if (ret)
+			return ret;
 		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_RTR);
 		if (ret)
 			return ret;

@@ -48,7 +48,6 @@
 struct ofx_ia_priv {
 	struct ofx_ia ia;
 	struct ofx_list all_link;	/* in ofx_ias, guarded by ofx_ias_lock */
-	atomic_bool closing;		/* ia_close started: post no more events */
 
 	pthread_mutex_t attr_lock;	/* guards attrs and values (leaf) */
 	DAT_NAMED_ATTR attrs[OFX_IA_NATTR];
@@ -120,9 +119,14 @@ void ofx_ia_unlink(struct ofx_ia *ia, struct ofx_obj *obj)
 	pthread_mutex_unlock(&ia->obj_lock);
 }
 
+/*
+ * Works on any struct ofx_ia (unit tests build bare ones).  Device events
+ * stop reaching an IA when ia_close takes it off ofx_ias; the async EVD
+ * outlives every object an event could name.
+ */
 void ofx_ia_post_async(struct ofx_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle)
 {
-	if (!ia || !ia->async_evd || atomic_load(&ofx_ia_priv(ia)->closing))
+	if (!ia || !ia->async_evd)
 		return;
 	ofx_evd_post_async(ia->async_evd, num, handle);
 }
@@ -144,22 +148,70 @@ static void ofx_ia_broadcast(struct ibv_context *verbs, uint8_t port, DAT_EVENT_
 }
 
 /*
- * Contract 3.2 "Async".  The context pointers are ours: qp_context is the
- * struct ofx_ep, cq_context the struct ofx_evd, srq_context the SRQ object
- * (any struct starting with struct ofx_obj).  The event is acknowledged by
- * the caller after this returns, which is what lets the destroy calls of
- * those objects wait for us.
+ * Posts `num` about `obj` to its IA's async EVD, if `obj` is a live object
+ * of `type` on one of our open IAs.  librdmacm shares one verbs context (and
+ * so one async fd) per device among everything in the process, so an event
+ * may carry another library's context pointer (stock libdaplofa loaded next
+ * to us, for example): it is only dereferenced after the check.
+ */
+static bool ofx_ia_post_owned(struct ofx_obj *obj, enum ofx_obj_type type, DAT_EVENT_NUMBER num)
+{
+	struct ofx_list *pos, *tmp;
+	bool found = false;
+
+	if (!obj)
+		return false;
+	pthread_mutex_lock(&ofx_ias_lock);
+	ofx_list_for_each_safe(pos, tmp, &ofx_ias) {
+		struct ofx_ia *ia = &container_of(pos, struct ofx_ia_priv, all_link)->ia;
+
+		if (obj->ia == ia && obj->type == type && obj->provider == ia->obj.provider) {
+			ofx_ia_post_async(ia, num, (DAT_HANDLE)obj);
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ofx_ias_lock);
+	return found;
+}
+
+/* The EP behind a QP's context, or NULL if the QP is not one of ours. */
+static struct ofx_ep *ofx_ia_qp_ep(struct ibv_qp *qp)
+{
+	struct ofx_list *pos, *tmp;
+	struct ofx_obj *obj = qp->qp_context;
+	struct ofx_ep *ep = NULL;
+
+	if (!obj)
+		return NULL;
+	pthread_mutex_lock(&ofx_ias_lock);
+	ofx_list_for_each_safe(pos, tmp, &ofx_ias) {
+		struct ofx_ia *ia = &container_of(pos, struct ofx_ia_priv, all_link)->ia;
+
+		if (obj->ia == ia && obj->type == OFX_OBJ_EP) {
+			ep = container_of(obj, struct ofx_ep, obj);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ofx_ias_lock);
+	return ep;
+}
+
+/*
+ * Contract 3.2 "Async".  The context pointers are ours when the object is:
+ * qp_context is the struct ofx_ep, cq_context the struct ofx_evd,
+ * srq_context the SRQ object (any struct starting with struct ofx_obj).  The
+ * caller acknowledges the event after this returns, which is what lets
+ * those objects' destroy calls wait for us.
  */
 static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 {
 	const char *what = ibv_event_type_str(ev->event_type);
 	struct ofx_ep *ep;
-	struct ofx_evd *evd;
-	struct ofx_obj *obj;
 
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		ep = ev->element.qp->qp_context;
+		ep = ofx_ia_qp_ep(ev->element.qp);
 		if (ep && ep->srq) {
 			/* Normal on an SRQ EP whose QP went to error: not a failure. */
 			ofx_dbg("device %s: %s on qp 0x%x (srq ep %p) ignored", ofx_ia_dev_name(ia),
@@ -171,11 +223,13 @@ static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_SQ_DRAINED:
-		ep = ev->element.qp->qp_context;
-		ofx_warn("device %s: %s on qp 0x%x (ep %p)", ofx_ia_dev_name(ia), what,
-			 ev->element.qp->qp_num, (void *)ep);
-		if (ep)
-			ofx_ia_post_async(ep->obj.ia, DAT_ASYNC_ERROR_EP_BROKEN, (DAT_HANDLE)ep);
+		if (ofx_ia_post_owned(ev->element.qp->qp_context, OFX_OBJ_EP,
+				      DAT_ASYNC_ERROR_EP_BROKEN))
+			ofx_warn("device %s: %s on qp 0x%x (ep %p)", ofx_ia_dev_name(ia), what,
+				 ev->element.qp->qp_num, ev->element.qp->qp_context);
+		else
+			ofx_dbg("device %s: %s on foreign qp 0x%x", ofx_ia_dev_name(ia), what,
+				ev->element.qp->qp_num);
 		break;
 	case IBV_EVENT_COMM_EST:
 	case IBV_EVENT_PATH_MIG:
@@ -185,18 +239,22 @@ static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 			ev->element.qp->qp_num);
 		break;
 	case IBV_EVENT_CQ_ERR:
-		evd = ev->element.cq->cq_context;
-		ofx_warn("device %s: %s on cq %p (evd %p)", ofx_ia_dev_name(ia), what,
-			 (void *)ev->element.cq, (void *)evd);
-		if (evd)
-			ofx_ia_post_async(evd->obj.ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd);
+		if (ofx_ia_post_owned(ev->element.cq->cq_context, OFX_OBJ_EVD,
+				      DAT_ASYNC_ERROR_EVD_OVERFLOW))
+			ofx_warn("device %s: %s on cq %p (evd %p)", ofx_ia_dev_name(ia), what,
+				 (void *)ev->element.cq, ev->element.cq->cq_context);
+		else
+			ofx_dbg("device %s: %s on foreign cq %p", ofx_ia_dev_name(ia), what,
+				(void *)ev->element.cq);
 		break;
 	case IBV_EVENT_SRQ_ERR:
-		obj = ev->element.srq->srq_context;
-		ofx_warn("device %s: %s on srq %p (object %p)", ofx_ia_dev_name(ia), what,
-			 (void *)ev->element.srq, (void *)obj);
-		if (obj)
-			ofx_ia_post_async(obj->ia, DAT_ASYNC_ERROR_EP_BROKEN, (DAT_HANDLE)obj);
+		if (ofx_ia_post_owned(ev->element.srq->srq_context, OFX_OBJ_SRQ,
+				      DAT_ASYNC_ERROR_EP_BROKEN))
+			ofx_warn("device %s: %s on srq %p (srq %p)", ofx_ia_dev_name(ia), what,
+				 (void *)ev->element.srq, ev->element.srq->srq_context);
+		else
+			ofx_dbg("device %s: %s on foreign srq %p", ofx_ia_dev_name(ia), what,
+				(void *)ev->element.srq);
 		break;
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
 		/* No SRQ limit is ever armed until srq_set_lw exists. */
@@ -406,12 +464,20 @@ err:
 	return ret;
 }
 
+/* Verbs destroy calls return an errno value, not -1: make %m print it. */
+static bool ofx_verbs_failed(int ret)
+{
+	if (ret > 0)
+		errno = ret;
+	return ret != 0;
+}
+
 static void ofx_ia_probe_fini(struct ofx_ia *ia)
 {
-	if (ia->empty_cq && ofx_verbs->destroy_cq(ia->empty_cq))
+	if (ia->empty_cq && ofx_verbs_failed(ofx_verbs->destroy_cq(ia->empty_cq)))
 		ofx_warn("device %s: ibv_destroy_cq (empty cq): %m", ofx_ia_dev_name(ia));
 	ia->empty_cq = NULL;
-	if (ia->empty_pd && ofx_verbs->dealloc_pd(ia->empty_pd))
+	if (ia->empty_pd && ofx_verbs_failed(ofx_verbs->dealloc_pd(ia->empty_pd)))
 		ofx_warn("device %s: ibv_dealloc_pd (empty pd): %m", ofx_ia_dev_name(ia));
 	ia->empty_pd = NULL;
 }
@@ -443,6 +509,7 @@ static struct ibv_qp *ofx_ia_probe_qp(struct ofx_ia *ia, unsigned int max_inline
 static int ofx_ia_probe(struct ofx_ia *ia)
 {
 	struct ibv_qp *qp;
+	uint32_t qp_num;
 	int ret;
 
 	ia->empty_pd = ofx_verbs->alloc_pd(ia->verbs);
@@ -471,9 +538,10 @@ static int ofx_ia_probe(struct ofx_ia *ia)
 		ofx_err("device %s: cannot create an rc qp: %m", ofx_ia_dev_name(ia));
 		goto err_fini;
 	}
-	if (ofx_verbs->destroy_qp(qp))
+	qp_num = qp->qp_num;
+	if (ofx_verbs_failed(ofx_verbs->destroy_qp(qp)))
 		ofx_warn("device %s: ibv_destroy_qp (probe qp 0x%x): %m", ofx_ia_dev_name(ia),
-			 qp->qp_num);
+			 qp_num);
 	return 0;
 
 err_fini:
@@ -754,8 +822,7 @@ DAT_RETURN ofx_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_IA_IN_USE);
 	}
 
-	/* No more events in, then no more handlers running. */
-	atomic_store(&priv->closing, true);
+	/* No more device events in, then no more handlers running. */
 	pthread_mutex_lock(&ofx_ias_lock);
 	ofx_list_del(&priv->all_link);
 	pthread_mutex_unlock(&ofx_ias_lock);

@@ -43,6 +43,7 @@ static const char *const subsys_names[] = {
  */
 static pthread_mutex_t log_lock = PTHREAD_MUTEX_INITIALIZER;
 static int log_fd = STDERR_FILENO;
+static bool log_fd_owned;	/* opened from DAPL_OFX_LOG_FILE: closed by fini */
 static bool log_initialized;
 
 const char *ofx_log_level_str(enum ofx_log_level level)
@@ -115,28 +116,36 @@ static unsigned int parse_subsys(const char *list, char *bad, size_t bad_len)
 	return mask;
 }
 
-static int open_sink(const char *path)
+/* The fd for DAPL_OFX_LOG_FILE; *owned_p tells whether it was opened here. */
+static int open_sink(const char *path, bool *owned_p)
 {
 	int fd;
 
+	*owned_p = false;
 	if (!strcmp(path, "stderr"))
 		return STDERR_FILENO;
 	if (!strcmp(path, "stdout"))
 		return STDOUT_FILENO;
 	fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-	return fd < 0 ? -errno : fd;
+	if (fd < 0)
+		return -errno;
+	*owned_p = true;
+	return fd;
 }
 
-/* Swaps the sink under the lock; the old one is closed unless it is stdio. */
-static void set_sink(int fd)
+/* Swaps the sink under the lock; the old one is closed if we opened it. */
+static void set_sink(int fd, bool owned)
 {
+	bool old_owned;
 	int old;
 
 	pthread_mutex_lock(&log_lock);
 	old = log_fd;
+	old_owned = log_fd_owned;
 	log_fd = fd;
+	log_fd_owned = owned;
 	pthread_mutex_unlock(&log_lock);
-	if (old != fd && old > STDERR_FILENO)
+	if (old_owned && old != fd)
 		close(old);
 }
 
@@ -157,6 +166,7 @@ void ofx_log_init(void)
 	unsigned int mask = OFX_LOG_ALL_SUBSYS;
 	const char *level_env, *subsys_env, *file_env;
 	int fd = STDERR_FILENO;
+	bool owned = false;
 	int level_ret = 0;
 	char bad[64] = "";
 	int ret = 0;
@@ -174,11 +184,11 @@ void ofx_log_init(void)
 	file_env = ofx_config_env("DAPL_OFX_LOG_FILE");
 
 	if (file_env) {
-		ret = open_sink(file_env);
+		ret = open_sink(file_env, &owned);
 		if (ret >= 0)
 			fd = ret;
 	}
-	set_sink(fd);
+	set_sink(fd, owned);
 
 	if (subsys_env) {
 		mask = parse_subsys(subsys_env, bad, sizeof(bad));
@@ -207,7 +217,7 @@ void ofx_log_fini(void)
 	pthread_mutex_lock(&log_lock);
 	log_initialized = false;
 	pthread_mutex_unlock(&log_lock);
-	set_sink(STDERR_FILENO);
+	set_sink(STDERR_FILENO, false);
 	ofx_log_level = OFX_LOG_DEFAULT_LEVEL;
 	ofx_log_subsys_mask = OFX_LOG_ALL_SUBSYS;
 }

@@ -39,10 +39,12 @@ struct ofx_progress {
 	 * any lock, and arm/cancel may be called with object locks held.
 	 */
 	pthread_mutex_t lock;
-	pthread_cond_t idle;	/* signalled when running_fd is cleared */
+	pthread_cond_t idle;	/* signalled after every handler and callback */
 	struct ofx_list fds;	/* struct ofx_progress_fd */
 	struct ofx_list timers;	/* armed struct ofx_timer, by deadline */
 	struct ofx_progress_fd *running_fd; /* handler being called, if any */
+	/* Handlers and timer callbacks started and finished (barrier). */
+	uint64_t cb_started, cb_finished;
 	bool stop;
 };
 
@@ -120,9 +122,12 @@ static int ofx_progress_run_timers(struct ofx_progress *prog)
 		/* Copied under the lock: the owner may re-arm or free t afterwards. */
 		fn = t->fn;
 		arg = t->arg;
+		prog->cb_started++;
 		pthread_mutex_unlock(&prog->lock);
 		fn(arg);
 		pthread_mutex_lock(&prog->lock);
+		prog->cb_finished++;
+		pthread_cond_broadcast(&prog->idle);
 	}
 }
 
@@ -142,12 +147,14 @@ static void ofx_progress_dispatch(struct ofx_progress *prog, int fd)
 	fn = e->fn;
 	arg = e->arg;
 	prog->running_fd = e;
+	prog->cb_started++;
 	pthread_mutex_unlock(&prog->lock);
 
 	fn(arg);
 
 	pthread_mutex_lock(&prog->lock);
 	prog->running_fd = NULL;
+	prog->cb_finished++;
 	pthread_cond_broadcast(&prog->idle);
 	pthread_mutex_unlock(&prog->lock);
 }
@@ -360,9 +367,13 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd)
 	}
 	ofx_list_del(&e->link);
 	if (epoll_ctl(prog->epfd, EPOLL_CTL_DEL, fd, NULL)) {
-		/* A closed fd has already left the epoll set: nothing to undo. */
-		ret = -errno;
-		ofx_warn("progress %s: epoll_ctl del fd %d: %m", prog->name, fd);
+		/* Closed before removal: its epoll entry is gone with it. */
+		if (errno == EBADF || errno == ENOENT) {
+			ofx_dbg("progress %s: fd %d closed before removal", prog->name, fd);
+		} else {
+			ret = -errno;
+			ofx_warn("progress %s: epoll_ctl del fd %d: %m", prog->name, fd);
+		}
 	}
 	while (prog->running_fd == e && !ofx_progress_in_thread(prog))
 		pthread_cond_wait(&prog->idle, &prog->lock);
@@ -379,7 +390,7 @@ void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
 	uint64_t deadline;
 
 	if (!prog) {
-		ofx_warn("timer %p armed without a progress engine", (void *)t);
+		ofx_dbg("timer %p armed without a progress engine: ignored", (void *)t);
 		return;
 	}
 	deadline = ofx_now_ns() + timeout_us * 1000;
@@ -424,4 +435,18 @@ bool ofx_progress_timer_cancel(struct ofx_progress *prog, struct ofx_timer *t)
 	if (was_armed && !ofx_progress_in_thread(prog))
 		ofx_progress_wake(prog);
 	return was_armed;
+}
+
+void ofx_progress_barrier(struct ofx_progress *prog)
+{
+	uint64_t target;
+
+	if (!prog || ofx_progress_in_thread(prog))
+		return;
+	pthread_mutex_lock(&prog->lock);
+	/* Only one callback runs at a time: waiting for the current one is enough. */
+	target = prog->cb_started;
+	while (prog->cb_finished < target)
+		pthread_cond_wait(&prog->idle, &prog->lock);
+	pthread_mutex_unlock(&prog->lock);
 }

@@ -329,8 +329,12 @@ void dat_provider_init(const DAT_PROVIDER_INFO *info, const char *instance_data)
 		free(prov);
 		return;
 	}
-	ofx_info("ia %s: registered (device \"%s\", options \"%s\")", prov->name, prov->device,
-		 prov->options);
+	if (prov->params_error)
+		ofx_info("ia %s: registered with unusable ia_params: ia_open will fail",
+			 prov->name);
+	else
+		ofx_info("ia %s: registered (device \"%s\", options \"%s\")", prov->name,
+			 prov->device, prov->options);
 }
 
 __attribute__((visibility("default")))

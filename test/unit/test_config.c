@@ -387,8 +387,10 @@ static void test_print_lists_every_row_with_its_value(void)
 	struct ofx_config cfg;
 	char *text = NULL, *line, *save = NULL;
 	size_t size = 0, rows = 0, i;
+	const struct ofx_param *retries = row_by_env("DAPL_OFX_CM_RETRIES");
 	FILE *out;
 
+	CU_ASSERT_PTR_NOT_NULL_FATAL(retries);
 	clear_env();
 	ofx_config_defaults(&cfg);
 	CU_ASSERT_EQUAL(ofx_config_resolve("cm_retries=42", &cfg, NULL, 0), 0);
@@ -406,7 +408,7 @@ static void test_print_lists_every_row_with_its_value(void)
 		if (strstr(line, "DAPL_OFX_CM_RETRIES")) {
 			CU_ASSERT_PTR_NOT_NULL(strstr(line, " 15 "));
 			CU_ASSERT_PTR_NOT_NULL(strstr(line, " 42 "));
-			CU_ASSERT_PTR_NOT_NULL(strstr(line, row_by_env("DAPL_OFX_CM_RETRIES")->doc));
+			CU_ASSERT_PTR_NOT_NULL(strstr(line, retries->doc));
 		}
 	}
 	CU_ASSERT_EQUAL(rows, ofx_param_count);

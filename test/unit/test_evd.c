@@ -347,6 +347,26 @@ static void *waiter_main(void *p)
 	return NULL;
 }
 
+/*
+ * Joins a waiter thread that should be leaving evd_wait.  Watchdog: if it is
+ * still inside after 2 s (a lost wakeup), it is released with a tag -1
+ * event and a raw eventfd write, so the test fails instead of hanging.
+ */
+static void join_waiter(struct ofx_evd *evd, pthread_t th)
+{
+	uint64_t one = 1;
+	int i;
+
+	for (i = 0; i < 2000 && evd_has_waiter(evd); i++)
+		sleep_us(1000);
+	if (evd_has_waiter(evd)) {
+		post_conn(evd, -1);
+		if (write(evd->wake_fd, &one, sizeof(one)) != sizeof(one))
+			atomic_fetch_add(&fake_write_failures, 1);
+	}
+	pthread_join(th, NULL);
+}
+
 static void test_events_come_out_in_fifo_order(void)
 {
 	struct ofx_evd *evd;
@@ -546,7 +566,6 @@ static void test_post_from_another_thread_wakes_infinite_waiter(void)
 	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
 	struct poster_arg p;
 	pthread_t wt, pt;
-	int i;
 
 	setup();
 	w.evd = evd_new(4, DAT_EVD_CONNECTION_FLAG | DAT_EVD_DTO_FLAG);
@@ -556,11 +575,8 @@ static void test_post_from_another_thread_wakes_infinite_waiter(void)
 	CU_ASSERT_FATAL(pthread_create(&pt, NULL, poster_main, &p) == 0);
 	pthread_join(pt, NULL);
 	/* watchdog: a lost wakeup must fail the test, not hang it */
-	for (i = 0; i < 2000 && evd_has_waiter(w.evd); i++)
-		sleep_us(1000);
-	if (evd_has_waiter(w.evd))
-		ofx_evd_set_unwaitable(w.evd);
-	pthread_join(wt, NULL);
+	join_waiter(w.evd, wt);
+	CU_ASSERT(w.elapsed_us < 1000000);
 	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
 	CU_ASSERT_EQUAL(w.ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
 	CU_ASSERT_EQUAL(conn_tag(&w.ev), 42);
@@ -575,7 +591,6 @@ static void test_completion_wakes_infinite_waiter(void)
 	struct ofx_ep *ep;
 	struct ibv_wc wc;
 	pthread_t wt;
-	int i;
 
 	setup();
 	ep = ep_new();
@@ -584,11 +599,8 @@ static void test_completion_wakes_infinite_waiter(void)
 	await_waiter(w.evd);
 	wc = send_wc(ep, 0xabc);
 	fake_cq_push(w.evd, &wc);
-	for (i = 0; i < 2000 && evd_has_waiter(w.evd); i++)
-		sleep_us(1000);
-	if (evd_has_waiter(w.evd))
-		ofx_evd_set_unwaitable(w.evd);
-	pthread_join(wt, NULL);
+	join_waiter(w.evd, wt);
+	CU_ASSERT(w.elapsed_us < 1000000);
 	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
 	CU_ASSERT_EQUAL(w.ev.event_number, DAT_DTO_COMPLETION_EVENT);
 	CU_ASSERT_EQUAL(w.ev.event_data.dto_completion_event_data.user_cookie.as_64, 0xabc);
@@ -605,7 +617,6 @@ static void test_threshold_two_waits_for_two_events(void)
 	struct ofx_ep *ep;
 	struct ibv_wc wc;
 	pthread_t wt;
-	int i;
 
 	setup();
 	ep = ep_new();
@@ -619,11 +630,8 @@ static void test_threshold_two_waits_for_two_events(void)
 	CU_ASSERT_TRUE(evd_has_waiter(w.evd));
 	wc = send_wc(ep, 2);
 	fake_cq_push(w.evd, &wc);
-	for (i = 0; i < 2000 && evd_has_waiter(w.evd); i++)
-		sleep_us(1000);
-	if (evd_has_waiter(w.evd))
-		ofx_evd_set_unwaitable(w.evd);
-	pthread_join(wt, NULL);
+	join_waiter(w.evd, wt);
+	CU_ASSERT(w.elapsed_us < 1000000);
 	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
 	CU_ASSERT_EQUAL(w.ev.event_data.dto_completion_event_data.user_cookie.as_64, 1);
 	CU_ASSERT_EQUAL(w.nmore, 1);
@@ -641,14 +649,18 @@ struct spurious_arg {
 static void *spurious_main(void *p)
 {
 	struct spurious_arg *a = p;
+	uint64_t end = now_us() + 1000000;
 	uint64_t one = 1;
 
-	while (!atomic_load(&a->stop)) {
+	while (!atomic_load(&a->stop) && now_us() < end) {
 		fake_spurious_channel_event(a->evd);
 		if (write(a->evd->wake_fd, &one, sizeof(one)) != sizeof(one))
 			atomic_fetch_add(&fake_write_failures, 1);
 		sleep_us(2000);
 	}
+	/* watchdog: a wait that never expires must fail the test, not hang it */
+	if (!atomic_load(&a->stop))
+		ofx_evd_set_unwaitable(a->evd);
 	return NULL;
 }
 
@@ -693,7 +705,8 @@ static void test_second_waiter_is_refused(void)
 	CU_ASSERT_EQUAL(ofx_evd_free(w.evd),
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE));
 	post_conn(w.evd, 7);
-	pthread_join(wt, NULL);
+	join_waiter(w.evd, wt);
+	CU_ASSERT(w.elapsed_us < 1000000);
 	CU_ASSERT_EQUAL(w.status, DAT_SUCCESS);
 	CU_ASSERT_EQUAL(conn_tag(&w.ev), 7);
 	ofx_evd_destroy(w.evd);
@@ -712,7 +725,8 @@ static void test_set_unwaitable_wakes_the_waiter(void)
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
 	await_waiter(w.evd);
 	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(w.evd), DAT_SUCCESS);
-	pthread_join(wt, NULL);
+	join_waiter(w.evd, wt);
+	CU_ASSERT(w.elapsed_us < 1000000);
 	CU_ASSERT_EQUAL(w.status, OFX_DAT_ERR(DAT_INVALID_STATE,
 					      DAT_INVALID_STATE_EVD_UNWAITABLE));
 	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore),

@@ -1,0 +1,332 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ofx_dev_tests: a DAT consumer linked against stock libdat2 that selects
+ * libdaplofx through dat.conf and checks what the stock tools cannot:
+ *
+ *   p2p_passive_first   with p2p on, the passive side sends the moment it
+ *                       sees ESTABLISHED; its pre-posted receives then get
+ *                       exactly the active side's messages, in order, and
+ *                       never the provider's RTR; ep_query reports P2P=on.
+ *   p2p_ep_attr_off     a per-EP "P2P"="off" attribute on the active EP
+ *                       overrides ia_params p2p=on: both ends report off
+ *                       and data still flows.
+ *
+ * Usage: ofx_dev_tests server [IA]          (prints "server ready")
+ *        ofx_dev_tests client SERVER_IP [IA]
+ * IA defaults to ofx-rxe-p2p.  Prints "ALL TESTS PASSED" or "FAIL: ...".
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+#include <time.h>
+#include <stdint.h>
+#include <dat2/udat.h>
+
+#define QUAL 50001
+#define MSG_LEN 64
+#define NRECV 4
+#define NMSG 3
+#define TIMEOUT_US (20 * 1000 * 1000)
+
+struct conn {
+	DAT_IA_HANDLE ia;
+	DAT_EVD_HANDLE async_evd, dto_evd, conn_evd, cr_evd;
+	DAT_PZ_HANDLE pz;
+	DAT_EP_HANDLE ep;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	char buf[(NRECV + NMSG + 1) * MSG_LEN];
+};
+
+static int failures;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("FAIL: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	fflush(stdout);
+	failures++;
+}
+
+#define CHECK_DAT(call)                                                        \
+	do {                                                                   \
+		DAT_RETURN ret_ = (call);                                      \
+		if (ret_ != DAT_SUCCESS) {                                     \
+			const char *maj_ = "", *min_ = "";                     \
+			dat_strerror(ret_, &maj_, &min_);                      \
+			fail("%s:%d %s: %s %s", __FILE__, __LINE__, #call, maj_, min_); \
+			return -1;                                             \
+		}                                                              \
+	} while (0)
+
+static int open_conn(struct conn *c, const char *ia_name)
+{
+	DAT_REGION_DESCRIPTION region = { .for_va = c->buf };
+	DAT_VLEN reg_len;
+	DAT_VADDR reg_addr;
+
+	memset(c, 0, sizeof(*c));
+	c->async_evd = DAT_HANDLE_NULL;
+	CHECK_DAT(dat_ia_open((char *)ia_name, 8, &c->async_evd, &c->ia));
+	CHECK_DAT(dat_pz_create(c->ia, &c->pz));
+	CHECK_DAT(dat_evd_create(c->ia, 32, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->dto_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr_evd));
+	CHECK_DAT(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(c->buf), c->pz,
+				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lkey, NULL,
+				 &reg_len, &reg_addr));
+	return 0;
+}
+
+static void close_conn(struct conn *c)
+{
+	if (c->ep)
+		dat_ep_free(c->ep);
+	if (c->lmr)
+		dat_lmr_free(c->lmr);
+	dat_evd_free(c->cr_evd);
+	dat_evd_free(c->conn_evd);
+	dat_evd_free(c->dto_evd);
+	dat_pz_free(c->pz);
+	dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+}
+
+static int create_ep(struct conn *c, const char *p2p_attr)
+{
+	DAT_EP_ATTR attr;
+	DAT_NAMED_ATTR named = { "P2P", p2p_attr };
+	DAT_EP_PARAM param;
+
+	/* start from the provider's defaults, as dapltest does */
+	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, c->dto_evd, c->conn_evd, NULL, &c->ep));
+	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
+	CHECK_DAT(dat_ep_free(c->ep));
+	attr = param.ep_attr;
+	attr.max_recv_dtos = NRECV + 2;
+	attr.max_request_dtos = NMSG + 2;
+	attr.ep_provider_specific_count = p2p_attr ? 1 : 0;
+	attr.ep_provider_specific = p2p_attr ? &named : NULL;
+	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, c->dto_evd, c->conn_evd, &attr, &c->ep));
+	return 0;
+}
+
+static DAT_LMR_TRIPLET slot(struct conn *c, int i)
+{
+	DAT_LMR_TRIPLET iov = {
+		.lmr_context = c->lkey,
+		.virtual_address = (DAT_VADDR)(uintptr_t)(c->buf + i * MSG_LEN),
+		.segment_length = MSG_LEN,
+	};
+	return iov;
+}
+
+static int post_recvs(struct conn *c)
+{
+	for (int i = 0; i < NRECV; i++) {
+		DAT_LMR_TRIPLET iov = slot(c, i);
+
+		CHECK_DAT(dat_ep_post_recv(c->ep, 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)i,
+					   DAT_COMPLETION_DEFAULT_FLAG));
+	}
+	return 0;
+}
+
+static int send_msg(struct conn *c, int idx, const char *text)
+{
+	DAT_LMR_TRIPLET iov = slot(c, NRECV + idx);
+
+	memset(c->buf + (NRECV + idx) * MSG_LEN, 0, MSG_LEN);
+	snprintf(c->buf + (NRECV + idx) * MSG_LEN, MSG_LEN, "%s", text);
+	CHECK_DAT(dat_ep_post_send(c->ep, 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)(100 + idx),
+				   DAT_COMPLETION_DEFAULT_FLAG));
+	return 0;
+}
+
+/* Waits for one DTO event; checks its kind and, for receives, its contents. */
+static int wait_dto(struct conn *c, DAT_DTOS op, DAT_UINT64 cookie, const char *text)
+{
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+
+	CHECK_DAT(dat_evd_wait(c->dto_evd, TIMEOUT_US, 1, &ev, &nmore));
+	if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
+		fail("dto event 0x%x status %d", ev.event_number, d->status);
+		return -1;
+	}
+	if (d->operation != op || d->user_cookie.as_64 != cookie || d->ep_handle != c->ep) {
+		fail("dto op %d cookie %llu, expected op %d cookie %llu", d->operation,
+		     (unsigned long long)d->user_cookie.as_64, op, (unsigned long long)cookie);
+		return -1;
+	}
+	if (op == DAT_DTO_RECEIVE) {
+		const char *got = c->buf + cookie * MSG_LEN;
+
+		if (d->transfered_length != MSG_LEN || strcmp(got, text)) {
+			fail("recv %llu: %u bytes \"%.*s\", expected %d bytes \"%s\" (an RTR "
+			     "consumed a consumer buffer?)", (unsigned long long)cookie,
+			     d->transfered_length, MSG_LEN, got, MSG_LEN, text);
+			return -1;
+		}
+	}
+	return 0;
+}
+
+static int wait_conn(struct conn *c, DAT_EVENT_NUMBER expect)
+{
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+
+	CHECK_DAT(dat_evd_wait(c->conn_evd, TIMEOUT_US, 1, &ev, &nmore));
+	if (ev.event_number != expect) {
+		fail("connection event 0x%x, expected 0x%x", ev.event_number, expect);
+		return -1;
+	}
+	return 0;
+}
+
+static int expect_p2p(struct conn *c, const char *want, const char *side)
+{
+	DAT_EP_PARAM param;
+
+	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
+	for (int i = 0; i < param.ep_attr.ep_provider_specific_count; i++) {
+		const DAT_NAMED_ATTR *a = &param.ep_attr.ep_provider_specific[i];
+
+		if (!strcmp(a->name, "P2P")) {
+			if (strcmp(a->value, want)) {
+				fail("%s: ep_query P2P=%s, expected %s", side, a->value, want);
+				return -1;
+			}
+			return 0;
+		}
+	}
+	fail("%s: ep_query has no P2P attribute", side);
+	return -1;
+}
+
+static char expected_text[NMSG][MSG_LEN];
+
+/* One passive connection: pre-post, accept, send first, then receive. */
+static int serve_one(struct conn *c, const char *want_p2p, const char *tag)
+{
+	DAT_PSP_HANDLE psp;
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+
+	if (create_ep(c, NULL) || post_recvs(c))
+		return -1;
+	CHECK_DAT(dat_psp_create(c->ia, QUAL, c->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	printf("server ready (%s)\n", tag);
+	fflush(stdout);
+	CHECK_DAT(dat_evd_wait(c->cr_evd, TIMEOUT_US, 1, &ev, &nmore));
+	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
+		fail("%s: cr event 0x%x", tag, ev.event_number);
+		return -1;
+	}
+	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
+	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED))
+		return -1;
+	/* the passive side transmits first, at once */
+	if (send_msg(c, 0, "passive-first") || wait_dto(c, DAT_DTO_SEND, 100, NULL))
+		return -1;
+	for (int i = 0; i < NMSG; i++)
+		if (wait_dto(c, DAT_DTO_RECEIVE, i, expected_text[i]))
+			return -1;
+	if (expect_p2p(c, want_p2p, tag))
+		return -1;
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))
+		return -1;
+	CHECK_DAT(dat_psp_free(psp));
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
+}
+
+static int connect_one(struct conn *c, const char *server, const char *p2p_attr,
+		       const char *want_p2p, const char *tag)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	inet_pton(AF_INET, server, &sin.sin_addr);
+	if (create_ep(c, p2p_attr) || post_recvs(c))
+		return -1;
+	/* the server may still be setting up: retry rejected attempts briefly */
+	for (int attempt = 0;; attempt++) {
+		DAT_EVENT ev;
+		DAT_COUNT nmore;
+
+		CHECK_DAT(dat_ep_connect(c->ep, (DAT_IA_ADDRESS_PTR)&sin, QUAL, TIMEOUT_US, 0, NULL,
+					 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+		CHECK_DAT(dat_evd_wait(c->conn_evd, TIMEOUT_US, 1, &ev, &nmore));
+		if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
+			break;
+		if (attempt > 50) {
+			fail("%s: connect event 0x%x", tag, ev.event_number);
+			return -1;
+		}
+		CHECK_DAT(dat_ep_reset(c->ep));
+		if (post_recvs(c))
+			return -1;
+		struct timespec ts = { 0, 200 * 1000 * 1000 };
+		nanosleep(&ts, NULL);
+	}
+	if (wait_dto(c, DAT_DTO_RECEIVE, 0, "passive-first"))
+		return -1;
+	for (int i = 0; i < NMSG; i++)
+		if (send_msg(c, i, expected_text[i]) || wait_dto(c, DAT_DTO_SEND, 100 + i, NULL))
+			return -1;
+	if (expect_p2p(c, want_p2p, tag))
+		return -1;
+	CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_GRACEFUL_FLAG));
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))
+		return -1;
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	const char *ia;
+	struct conn c;
+	bool server;
+
+	if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc < 3))) {
+		fprintf(stderr, "usage: %s server [IA] | client SERVER_IP [IA]\n", argv[0]);
+		return 2;
+	}
+	server = !strcmp(argv[1], "server");
+	ia = argc > (server ? 2 : 3) ? argv[server ? 2 : 3] : "ofx-rxe-p2p";
+	for (int i = 0; i < NMSG; i++)
+		snprintf(expected_text[i], MSG_LEN, "active-message-%d", i);
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (open_conn(&c, ia))
+		return 1;
+	if (server) {
+		if (!serve_one(&c, "on", "p2p_passive_first"))
+			printf("ok p2p_passive_first (server)\n");
+		if (!serve_one(&c, "off", "p2p_ep_attr_off"))
+			printf("ok p2p_ep_attr_off (server)\n");
+	} else {
+		if (!connect_one(&c, argv[2], NULL, "on", "p2p_passive_first"))
+			printf("ok p2p_passive_first (client)\n");
+		if (!connect_one(&c, argv[2], "off", "off", "p2p_ep_attr_off"))
+			printf("ok p2p_ep_attr_off (client)\n");
+	}
+	close_conn(&c);
+	if (failures)
+		return 1;
+	printf("ALL TESTS PASSED\n");
+	return 0;
+}

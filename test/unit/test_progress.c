@@ -1,0 +1,386 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "unit.h"
+
+#include "log.h"
+#include "progress.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <stdatomic.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * The progress engine on its own: pipes stand in for the rdma_cm and async
+ * fds.  Bounds are generous (a loaded CI machine is slow) but each test
+ * still fails if an event is lost or arrives far too late.
+ */
+
+#define WAIT_MS 2000
+
+/* Waits for `sem` at most `ms` milliseconds; true if it was posted. */
+static bool sem_wait_ms(sem_t *sem, unsigned int ms)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000;
+	if (ts.tv_nsec >= 1000000000) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000;
+	}
+	while (sem_timedwait(sem, &ts)) {
+		if (errno != EINTR)
+			return false;
+	}
+	return true;
+}
+
+struct pipe_ctx {
+	struct ofx_progress *prog;
+	int fds[2];
+	sem_t fired;
+	bool remove_self;
+	pthread_mutex_t lock;	/* guards what the handler reports */
+	int calls;
+	bool in_thread;
+};
+
+static int pipe_calls(struct pipe_ctx *c)
+{
+	int n;
+
+	pthread_mutex_lock(&c->lock);
+	n = c->calls;
+	pthread_mutex_unlock(&c->lock);
+	return n;
+}
+
+static void pipe_handler(void *arg)
+{
+	struct pipe_ctx *c = arg;
+	char buf[64];
+
+	/* Drain until EAGAIN, as every real handler does. */
+	while (read(c->fds[0], buf, sizeof(buf)) > 0)
+		;
+	pthread_mutex_lock(&c->lock);
+	c->calls++;
+	c->in_thread = ofx_progress_in_thread(c->prog);
+	pthread_mutex_unlock(&c->lock);
+	if (c->remove_self)
+		ofx_progress_del_fd(c->prog, c->fds[0]);
+	sem_post(&c->fired);
+}
+
+static void pipe_ctx_init(struct pipe_ctx *c, struct ofx_progress *prog)
+{
+	memset(c, 0, sizeof(*c));
+	c->prog = prog;
+	CU_ASSERT_FATAL(pipe2(c->fds, O_NONBLOCK | O_CLOEXEC) == 0);
+	sem_init(&c->fired, 0, 0);
+	pthread_mutex_init(&c->lock, NULL);
+}
+
+static void pipe_ctx_fini(struct pipe_ctx *c)
+{
+	close(c->fds[0]);
+	close(c->fds[1]);
+	sem_destroy(&c->fired);
+	pthread_mutex_destroy(&c->lock);
+}
+
+static void test_fd_handler_runs_in_the_thread_when_the_fd_is_readable(void)
+{
+	struct ofx_progress *prog;
+	unsigned int saved;
+	struct pipe_ctx c;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	CU_ASSERT_FALSE(ofx_progress_in_thread(prog));
+	/* Added after the thread started, as every IA fd is. */
+	pipe_ctx_init(&c, prog);
+	CU_ASSERT_EQUAL(ofx_progress_add_fd(prog, c.fds[0], pipe_handler, &c), 0);
+	saved = ofx_log_subsys_mask;
+	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_CORE);
+	CU_ASSERT_EQUAL(ofx_progress_add_fd(prog, c.fds[0], pipe_handler, &c), -EEXIST);
+	ofx_log_subsys_mask = saved;
+
+	CU_ASSERT_EQUAL(write(c.fds[1], "x", 1), 1);
+	CU_ASSERT_TRUE(sem_wait_ms(&c.fired, WAIT_MS));
+	pthread_mutex_lock(&c.lock);
+	CU_ASSERT_TRUE(c.in_thread);
+	pthread_mutex_unlock(&c.lock);
+
+	CU_ASSERT_EQUAL(write(c.fds[1], "y", 1), 1);
+	CU_ASSERT_TRUE(sem_wait_ms(&c.fired, WAIT_MS));
+	CU_ASSERT_EQUAL(pipe_calls(&c), 2);
+
+	/* Removed: a later write goes unnoticed. */
+	CU_ASSERT_EQUAL(ofx_progress_del_fd(prog, c.fds[0]), 0);
+	CU_ASSERT_EQUAL(ofx_progress_del_fd(prog, c.fds[0]), -ENOENT);
+	CU_ASSERT_EQUAL(write(c.fds[1], "z", 1), 1);
+	CU_ASSERT_FALSE(sem_wait_ms(&c.fired, 100));
+	CU_ASSERT_EQUAL(pipe_calls(&c), 2);
+
+	ofx_progress_stop(prog);
+	pipe_ctx_fini(&c);
+}
+
+static void test_handler_may_remove_its_own_fd(void)
+{
+	struct ofx_progress *prog;
+	struct pipe_ctx c;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	pipe_ctx_init(&c, prog);
+	c.remove_self = true;
+	CU_ASSERT_EQUAL(ofx_progress_add_fd(prog, c.fds[0], pipe_handler, &c), 0);
+	CU_ASSERT_EQUAL(write(c.fds[1], "x", 1), 1);
+	CU_ASSERT_TRUE(sem_wait_ms(&c.fired, WAIT_MS));
+	CU_ASSERT_EQUAL(write(c.fds[1], "y", 1), 1);
+	CU_ASSERT_FALSE(sem_wait_ms(&c.fired, 100));
+	CU_ASSERT_EQUAL(pipe_calls(&c), 1);
+	CU_ASSERT_EQUAL(ofx_progress_del_fd(prog, c.fds[0]), -ENOENT);
+	ofx_progress_stop(prog);
+	pipe_ctx_fini(&c);
+}
+
+struct timer_log {
+	pthread_mutex_t lock;
+	sem_t fired;
+	int order[8];
+	uint64_t at_ns[8];
+	int n;
+	bool in_thread;
+	struct ofx_progress *prog;
+};
+
+struct timer_ctx {
+	struct timer_log *log;
+	struct ofx_timer timer;
+	int id;
+};
+
+static void timer_fn(void *arg)
+{
+	struct timer_ctx *t = arg;
+	struct timer_log *log = t->log;
+
+	pthread_mutex_lock(&log->lock);
+	if (log->n < 8) {
+		log->order[log->n] = t->id;
+		log->at_ns[log->n] = ofx_now_ns();
+		log->n++;
+	}
+	log->in_thread = ofx_progress_in_thread(log->prog);
+	pthread_mutex_unlock(&log->lock);
+	sem_post(&log->fired);
+}
+
+static int log_count(struct timer_log *log)
+{
+	int n;
+
+	pthread_mutex_lock(&log->lock);
+	n = log->n;
+	pthread_mutex_unlock(&log->lock);
+	return n;
+}
+
+static void timer_log_init(struct timer_log *log, struct ofx_progress *prog)
+{
+	memset(log, 0, sizeof(*log));
+	pthread_mutex_init(&log->lock, NULL);
+	sem_init(&log->fired, 0, 0);
+	log->prog = prog;
+}
+
+static void timer_log_fini(struct timer_log *log)
+{
+	sem_destroy(&log->fired);
+	pthread_mutex_destroy(&log->lock);
+}
+
+static void test_timers_fire_in_deadline_order_within_a_bound(void)
+{
+	static const unsigned int delay_ms[] = { 60, 20, 40, 20 };
+	struct timer_ctx t[4];
+	struct ofx_progress *prog;
+	struct timer_log log;
+	uint64_t start;
+	int i;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	timer_log_init(&log, prog);
+	memset(t, 0, sizeof(t));
+	start = ofx_now_ns();
+	for (i = 0; i < 4; i++) {
+		t[i].log = &log;
+		t[i].id = i;
+		ofx_progress_timer_arm(prog, &t[i].timer, delay_ms[i] * 1000ull, timer_fn, &t[i]);
+	}
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+
+	pthread_mutex_lock(&log.lock);
+	CU_ASSERT_EQUAL(log.n, 4);
+	/* Equal deadlines keep the order they were armed in. */
+	CU_ASSERT_EQUAL(log.order[0], 1);
+	CU_ASSERT_EQUAL(log.order[1], 3);
+	CU_ASSERT_EQUAL(log.order[2], 2);
+	CU_ASSERT_EQUAL(log.order[3], 0);
+	for (i = 0; i < log.n; i++) {
+		uint64_t due = start + delay_ms[log.order[i]] * 1000000ull;
+
+		/* Never early; late by at most 500 ms. */
+		CU_ASSERT(log.at_ns[i] >= due);
+		CU_ASSERT(log.at_ns[i] < due + 500000000ull);
+	}
+	CU_ASSERT_TRUE(log.in_thread);
+	pthread_mutex_unlock(&log.lock);
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_FALSE(t[i].timer.armed);
+
+	ofx_progress_stop(prog);
+	timer_log_fini(&log);
+}
+
+static void test_cancel_prevents_firing(void)
+{
+	struct ofx_progress *prog;
+	struct timer_log log;
+	struct timer_ctx t = { .id = 0 };
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	timer_log_init(&log, prog);
+	t.log = &log;
+
+	ofx_progress_timer_arm(prog, &t.timer, 30000, timer_fn, &t);
+	CU_ASSERT_TRUE(t.timer.armed);
+	CU_ASSERT_TRUE(ofx_progress_timer_cancel(prog, &t.timer));
+	CU_ASSERT_FALSE(t.timer.armed);
+	CU_ASSERT_FALSE(ofx_progress_timer_cancel(prog, &t.timer));
+	CU_ASSERT_FALSE(sem_wait_ms(&log.fired, 150));
+	CU_ASSERT_EQUAL(log_count(&log), 0);
+
+	ofx_progress_stop(prog);
+	timer_log_fini(&log);
+}
+
+static void test_rearming_moves_the_deadline(void)
+{
+	struct ofx_progress *prog;
+	struct timer_log log;
+	struct timer_ctx t = { .id = 7 };
+	uint64_t start;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	timer_log_init(&log, prog);
+	t.log = &log;
+
+	/* The thread sleeps toward 10 s; the re-arm must wake it. */
+	ofx_progress_timer_arm(prog, &t.timer, 10000000, timer_fn, &t);
+	start = ofx_now_ns();
+	ofx_progress_timer_arm(prog, &t.timer, 10000, timer_fn, &t);
+	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+	CU_ASSERT(ofx_now_ns() - start < 1000000000ull);
+	/* Moved, not duplicated. */
+	CU_ASSERT_FALSE(sem_wait_ms(&log.fired, 100));
+	CU_ASSERT_EQUAL(log_count(&log), 1);
+
+	ofx_progress_stop(prog);
+	timer_log_fini(&log);
+}
+
+static void test_stop_joins_promptly_with_timers_pending(void)
+{
+	struct ofx_progress *prog;
+	struct timer_log log;
+	struct timer_ctx t = { .id = 0 };
+	struct pipe_ctx c;
+	uint64_t start;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "a-name-longer-than-fifteen") == 0);
+	timer_log_init(&log, prog);
+	t.log = &log;
+	pipe_ctx_init(&c, prog);
+	CU_ASSERT_EQUAL(ofx_progress_add_fd(prog, c.fds[0], pipe_handler, &c), 0);
+	ofx_progress_timer_arm(prog, &t.timer, 10000000, timer_fn, &t);
+
+	start = ofx_now_ns();
+	ofx_progress_stop(prog);
+	CU_ASSERT(ofx_now_ns() - start < 1000000000ull);
+	/* Left armed by its owner: forgotten, never fired. */
+	CU_ASSERT_FALSE(t.timer.armed);
+	CU_ASSERT_EQUAL(log_count(&log), 0);
+	CU_ASSERT_EQUAL(pipe_calls(&c), 0);
+
+	/* A stopped engine (NULL after ia_close) is a no-op for its users. */
+	ofx_progress_stop(NULL);
+	CU_ASSERT_FALSE(ofx_progress_timer_cancel(NULL, &t.timer));
+	CU_ASSERT_EQUAL(ofx_progress_del_fd(NULL, c.fds[0]), 0);
+
+	pipe_ctx_fini(&c);
+	timer_log_fini(&log);
+}
+
+struct slow_ctx {
+	struct ofx_timer timer;
+	sem_t started;
+	atomic_bool done;
+};
+
+static void slow_fn(void *arg)
+{
+	struct slow_ctx *c = arg;
+
+	sem_post(&c->started);
+	usleep(100000);
+	atomic_store(&c->done, true);
+}
+
+static void test_barrier_waits_for_the_running_callback(void)
+{
+	struct ofx_progress *prog;
+	struct slow_ctx c;
+	uint64_t start;
+
+	memset(&c, 0, sizeof(c));
+	sem_init(&c.started, 0, 0);
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+
+	/* Idle engine: returns at once. */
+	start = ofx_now_ns();
+	ofx_progress_barrier(prog);
+	ofx_progress_barrier(NULL);
+	CU_ASSERT(ofx_now_ns() - start < 50000000ull);
+
+	ofx_progress_timer_arm(prog, &c.timer, 0, slow_fn, &c);
+	CU_ASSERT_FATAL(sem_wait_ms(&c.started, WAIT_MS));
+	/* Too late to cancel: the callback is running; the barrier outwaits it. */
+	CU_ASSERT_FALSE(ofx_progress_timer_cancel(prog, &c.timer));
+	ofx_progress_barrier(prog);
+	CU_ASSERT_TRUE(atomic_load(&c.done));
+
+	ofx_progress_stop(prog);
+	sem_destroy(&c.started);
+}
+
+CU_TestInfo ofx_test_progress[] = {
+	{ "fd handler runs in the thread when the fd is readable",
+	  test_fd_handler_runs_in_the_thread_when_the_fd_is_readable },
+	{ "handler may remove its own fd", test_handler_may_remove_its_own_fd },
+	{ "timers fire in deadline order within a bound",
+	  test_timers_fire_in_deadline_order_within_a_bound },
+	{ "cancel prevents firing", test_cancel_prevents_firing },
+	{ "re-arming moves the deadline", test_rearming_moves_the_deadline },
+	{ "barrier waits for the running callback", test_barrier_waits_for_the_running_callback },
+	{ "stop joins promptly with timers pending",
+	  test_stop_joins_promptly_with_timers_pending },
+	CU_TEST_INFO_NULL,
+};
