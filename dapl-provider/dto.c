@@ -127,6 +127,11 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 	c = *slot;
 	ep = c.ep;
 
+	if (c.op == OFX_OP_DRAIN_SQ || c.op == OFX_OP_DRAIN_RQ) {
+		/* the EP is being freed: every WR before this one has completed */
+		atomic_store(c.op == OFX_OP_DRAIN_SQ ? &ep->sq_drained : &ep->rq_drained, true);
+		return false;
+	}
 	if (dto_op_is_rtr(c.op))
 		; /* ep->rtr_cookie: not in a ring */
 	else if (c.op == OFX_OP_RECV)
@@ -134,6 +139,8 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 	else
 		ofx_cookie_ring_retire(&ep->send_ring, c.seq);
 
+	if (atomic_load(&ep->dying))
+		return false; /* ep_free: its flushed work is not reported */
 	if (!ok && wc->status != IBV_WC_WR_FLUSH_ERR) {
 		/* the consumer gets the status; ofx_ep_dto_notify reports a broken EP */
 		ofx_dbg("dto error: qp 0x%x op %u status %s vendor_err 0x%x", wc->qp_num, c.op,

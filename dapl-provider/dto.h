@@ -35,6 +35,8 @@ enum ofx_cookie_op {
 	OFX_OP_RTR_RECV,
 	OFX_OP_RTR_WRITE,
 	OFX_OP_RTR_READ,
+	OFX_OP_DRAIN_SQ,	/* teardown marker: all earlier sends are done */
+	OFX_OP_DRAIN_RQ,	/* teardown marker: all earlier receives are done */
 };
 
 enum ofx_cookie_flags {

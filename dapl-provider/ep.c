@@ -16,6 +16,7 @@
 #include <string.h>
 #include <strings.h>
 #include <netinet/in.h>
+#include <time.h>
 
 /* Stock defaults for an EP created with attr == NULL (contract 4.5). */
 #define OFX_EP_DEFAULT_DTOS 16
@@ -794,21 +795,91 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
 
+/* Posts a drain marker behind all work on one queue; false if none is needed. */
+static bool ep_post_drain(struct ofx_ep *ep, bool sq)
+{
+	struct ofx_cookie *ck = sq ? &ep->sq_drain_cookie : &ep->rq_drain_cookie;
+	struct ofx_evd *evd = sq ? ep->req_evd : ep->recv_evd;
+	int ret;
+
+	ck->ep = ep;
+	ck->op = sq ? OFX_OP_DRAIN_SQ : OFX_OP_DRAIN_RQ;
+	ck->flags = OFX_COOKIE_F_INTERNAL;
+	if (!evd || !evd->cq)
+		return false;
+	if (sq) {
+		struct ibv_send_wr wr = { .wr_id = (uintptr_t)ck, .opcode = IBV_WR_SEND,
+					  .send_flags = IBV_SEND_SIGNALED }, *bad;
+
+		ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	} else {
+		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)ck }, *bad;
+
+		ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
+	}
+	/* a QP that never left RESET holds no work and takes no marker */
+	return ret == 0;
+}
+
+/*
+ * Makes sure no CQE in a shared CQ still points into this EP before its
+ * memory goes: the QP is moved to ERR, a signaled marker is posted behind
+ * everything on each queue, and the CQs are polled (into their EVDs, this
+ * EP's completions dropped) until both markers are seen.  Bounded: if a
+ * device never flushes, the EP's memory is kept rather than freed.
+ */
+static bool ep_drain(struct ofx_ep *ep)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	uint64_t deadline = ofx_now_ns() + 2000ull * 1000 * 1000;
+	bool wait_sq, wait_rq;
+
+	atomic_store(&ep->dying, true);
+	atomic_store(&ep->sq_drained, false);
+	atomic_store(&ep->rq_drained, false);
+	if (ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE))
+		ofx_dbg("qp 0x%x to error for teardown: %m", ep->qp->qp_num);
+	wait_sq = ep_post_drain(ep, true);
+	wait_rq = atomic_load(&ep->recv_live) && ep_post_drain(ep, false);
+	while ((wait_sq && !atomic_load(&ep->sq_drained)) ||
+	       (wait_rq && !atomic_load(&ep->rq_drained))) {
+		struct timespec ts = { 0, 200 * 1000 };
+
+		if (ofx_now_ns() > deadline) {
+			ofx_warn("qp 0x%x: no flush completions after 2 s; keeping its memory",
+				 ep->qp->qp_num);
+			return false;
+		}
+		if (wait_sq)
+			ofx_evd_drain_cq(ep->req_evd);
+		if (wait_rq)
+			ofx_evd_drain_cq(ep->recv_evd);
+		nanosleep(&ts, NULL);
+	}
+	return true;
+}
+
 static void ep_teardown(struct ofx_ep *ep)
 {
+	bool drained;
+
 	pthread_mutex_lock(&ep->lock);
 	if (ep->cm_id && (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT ||
-			  ep->state == OFX_EP_COMPLETION_PENDING))
+			  ep->state == OFX_EP_COMPLETION_PENDING ||
+			  ep->state == OFX_EP_DISCONNECT_PENDING))
 		ofx_verbs->disconnect(ep->cm_id);
 	ep->state = OFX_EP_DISCONNECTED;
 	ofx_cm_release(ep);
 	pthread_mutex_unlock(&ep->lock);
 
-	if (ep->qp && ofx_verbs->destroy_qp(ep->qp))
+	drained = ep_drain(ep);
+	if (ofx_verbs->destroy_qp(ep->qp))
 		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
 	ep->qp = NULL;
 	ep_drop_refs(ep);
 	ofx_obj_fini(&ep->obj);
+	if (!drained)
+		return; /* stale CQEs may still name its cookies */
 	free(ep->recv_sges);
 	ofx_cookie_ring_fini(&ep->recv_ring);
 	ofx_cookie_ring_fini(&ep->send_ring);

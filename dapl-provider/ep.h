@@ -102,6 +102,15 @@ struct ofx_ep {
 	struct ofx_timer rtr_timer;	/* passive: polls the recv CQ for the RTR */
 	uint64_t rtr_deadline_ns;
 
+	/*
+	 * Teardown: once `dying` is set the EP's completions are retired but
+	 * not reported, and the drain markers posted behind all other work
+	 * tell when no CQE can refer to this EP any more.
+	 */
+	_Atomic bool dying;
+	_Atomic bool sq_drained, rq_drained;
+	struct ofx_cookie sq_drain_cookie, rq_drain_cookie;
+
 	DAT_NAMED_ATTR prov_attr[2];	/* ep_query provider-specific answers */
 	char prov_attr_val[2][16];
 };

@@ -315,6 +315,7 @@ int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 	pthread_mutex_lock(&evd->lock);
 	if (evd->count == evd->qlen) {
 		bool is_async = ia && evd == ia->async_evd;
+		DAT_COUNT qlen = evd->qlen;
 
 		if (is_async) {
 			/* Nobody to tell: the async EVD becomes unusable. */
@@ -322,7 +323,7 @@ int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 			evd_wake_locked(evd);
 		}
 		pthread_mutex_unlock(&evd->lock);
-		ofx_warn("evd %p full (qlen %d): event 0x%x dropped%s", (void *)evd, evd->qlen,
+		ofx_warn("evd %p full (qlen %d): event 0x%x dropped%s", (void *)evd, qlen,
 			 (unsigned int)ev->event_number, is_async ? ", async evd now unusable" : "");
 		if (!is_async && ia)
 			ofx_ia_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd);

@@ -5,15 +5,23 @@
 #include <limits.h>
 #include <string.h>
 
-/* Trailer field offsets (pdata.h). */
+/* Trailer field offsets and bit fields (pdata.h). */
 #define OFF_MAGIC 0
-#define OFF_VERSION 4
-#define OFF_HDR_LEN 5
-#define OFF_FLAGS 6
-#define OFF_RTR 7
-#define OFF_CONSUMER_LEN 8
-#define OFF_CHECK 10
-#define OFF_XRC_SRQN 12
+#define OFF_VER_FLAGS 2
+#define OFF_RTR_EXT 3
+#define OFF_CONSUMER_LEN 4
+#define OFF_RESERVED 5
+#define OFF_CHECK 6
+
+#define VERSION_SHIFT 4
+#define FLAGS_MASK 0x0f
+#define RTR_MASK 0x03
+#define RTR_INVALID 3
+#define EXT_SHIFT 2
+#define EXT_WORD_LEN 4
+
+/* Word 0 of the extension block when OFX_PDATA_F_XRC is set. */
+#define EXT_XRC_SRQN 0
 
 /* Byte-wise big-endian access: the trailer has no alignment. */
 static uint16_t get_be16(const uint8_t *p)
@@ -40,19 +48,28 @@ static void put_be32(uint8_t *p, uint32_t v)
 	p[3] = (uint8_t)v;
 }
 
-/* Ones' complement sum of the eight big-endian words, the check field read as 0. */
-static uint16_t trailer_check(const uint8_t *t)
+/*
+ * The check field for `ext_words` words before trailer `t`: the complement
+ * of their ones' complement sum and the trailer's, the check read as 0.
+ * At most 63 * 2 + 4 words of 0xffff: no overflow of the 32-bit sum.
+ */
+static uint16_t pdata_check(const uint8_t *t, size_t ext_words)
 {
+	const uint8_t *p = t - ext_words * EXT_WORD_LEN;
 	uint32_t sum = 0;
-	int off;
 
-	for (off = 0; off < OFX_PDATA_HDR_LEN; off += 2) {
-		if (off != OFF_CHECK)
-			sum += get_be16(t + off);
+	for (; p < t + OFX_PDATA_HDR_LEN; p += 2) {
+		if (p != t + OFF_CHECK)
+			sum += get_be16(p);
 	}
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
-	return (uint16_t)sum;
+	return (uint16_t)~sum;
+}
+
+size_t ofx_pdata_hdr_len(uint8_t flags)
+{
+	return flags & OFX_PDATA_F_XRC ? OFX_PDATA_XRC_HDR_LEN : OFX_PDATA_HDR_LEN;
 }
 
 /*
@@ -63,15 +80,20 @@ int ofx_pdata_encode(const struct ofx_pdata_hdr *hdr, const void *consumer,
 		     size_t consumer_len, size_t area_len, void *out, size_t out_max)
 {
 	uint8_t *buf = out;
-	size_t total;
+	size_t overhead, ext_words, total;
 	uint8_t *t;
 
 	if (!hdr || !out || (consumer_len && !consumer))
 		return -EINVAL;
-	if (consumer_len > UINT16_MAX)
+	/* both would be lost or misread in their narrow wire fields */
+	if (hdr->flags & ~FLAGS_MASK || hdr->rtr >= RTR_INVALID)
+		return -EINVAL;
+	if (consumer_len > OFX_PDATA_CONSUMER_MAX)
 		return -EMSGSIZE;
 
-	total = consumer_len + OFX_PDATA_HDR_LEN;
+	overhead = ofx_pdata_hdr_len(hdr->flags);
+	ext_words = (overhead - OFX_PDATA_HDR_LEN) / EXT_WORD_LEN;
+	total = consumer_len + overhead;
 	if (area_len) {
 		if (total > area_len)
 			return -EMSGSIZE;
@@ -85,21 +107,22 @@ int ofx_pdata_encode(const struct ofx_pdata_hdr *hdr, const void *consumer,
 	memset(buf + consumer_len, 0, total - consumer_len);
 
 	t = buf + total - OFX_PDATA_HDR_LEN;
-	put_be32(t + OFF_MAGIC, OFX_PDATA_MAGIC);
-	t[OFF_VERSION] = OFX_PDATA_VERSION;
-	t[OFF_HDR_LEN] = OFX_PDATA_HDR_LEN;
-	t[OFF_FLAGS] = hdr->flags;
-	t[OFF_RTR] = hdr->rtr;
-	put_be16(t + OFF_CONSUMER_LEN, (uint16_t)consumer_len);
-	put_be32(t + OFF_XRC_SRQN, hdr->xrc_srqn);
-	put_be16(t + OFF_CHECK, trailer_check(t));
+	if (hdr->flags & OFX_PDATA_F_XRC)
+		put_be32(t - (ext_words - EXT_XRC_SRQN) * EXT_WORD_LEN, hdr->xrc_srqn);
+	put_be16(t + OFF_MAGIC, OFX_PDATA_MAGIC);
+	t[OFF_VER_FLAGS] = (uint8_t)(OFX_PDATA_VERSION << VERSION_SHIFT | hdr->flags);
+	t[OFF_RTR_EXT] = (uint8_t)(ext_words << EXT_SHIFT | hdr->rtr);
+	t[OFF_CONSUMER_LEN] = (uint8_t)consumer_len;
+	t[OFF_RESERVED] = 0;
+	put_be16(t + OFF_CHECK, pdata_check(t, ext_words));
 	return (int)total;
 }
 
 int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p)
 {
 	const uint8_t *t;
-	size_t hdr_len, consumer_len;
+	size_t ext_words, consumer_len;
+	uint8_t version, flags, rtr;
 
 	if (!hdr_p)
 		return -EINVAL;
@@ -107,23 +130,35 @@ int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p)
 		return -ENOENT;
 
 	t = (const uint8_t *)buf + len - OFX_PDATA_HDR_LEN;
-	if (get_be32(t + OFF_MAGIC) != OFX_PDATA_MAGIC)
+	if (get_be16(t + OFF_MAGIC) != OFX_PDATA_MAGIC)
 		return -ENOENT;
-	/* The 16-byte core keeps its layout and checksum in every version. */
-	if (get_be16(t + OFF_CHECK) != trailer_check(t))
+	/* n and check sit in the same place in every version: verify first */
+	ext_words = t[OFF_RTR_EXT] >> EXT_SHIFT;
+	if (ext_words * EXT_WORD_LEN > len - OFX_PDATA_HDR_LEN)
 		return -EPROTO;
-	if (t[OFF_VERSION] != OFX_PDATA_VERSION)
+	if (get_be16(t + OFF_CHECK) != pdata_check(t, ext_words))
+		return -EPROTO;
+
+	version = t[OFF_VER_FLAGS] >> VERSION_SHIFT;
+	if (version != OFX_PDATA_VERSION)
 		return -EPROTONOSUPPORT;
 
-	hdr_len = t[OFF_HDR_LEN];
-	consumer_len = get_be16(t + OFF_CONSUMER_LEN);
-	if (hdr_len < OFX_PDATA_HDR_LEN || hdr_len > len || consumer_len > len - hdr_len)
+	flags = t[OFF_VER_FLAGS] & FLAGS_MASK;
+	rtr = t[OFF_RTR_EXT] & RTR_MASK;
+	consumer_len = t[OFF_CONSUMER_LEN];
+	if (rtr == RTR_INVALID)
+		return -EPROTO;
+	if ((flags & OFX_PDATA_F_XRC) && ext_words <= EXT_XRC_SRQN)
+		return -EPROTO;
+	if (consumer_len > len - OFX_PDATA_HDR_LEN - ext_words * EXT_WORD_LEN)
 		return -EPROTO;
 
-	hdr_p->version = t[OFF_VERSION];
-	hdr_p->flags = t[OFF_FLAGS];
-	hdr_p->rtr = t[OFF_RTR];
+	hdr_p->version = version;
+	hdr_p->flags = flags;
+	hdr_p->rtr = rtr;
 	hdr_p->consumer_len = (uint16_t)consumer_len;
-	hdr_p->xrc_srqn = get_be32(t + OFF_XRC_SRQN);
+	hdr_p->xrc_srqn = 0;
+	if (flags & OFX_PDATA_F_XRC)
+		hdr_p->xrc_srqn = get_be32(t - (ext_words - EXT_XRC_SRQN) * EXT_WORD_LEN);
 	return 0;
 }

@@ -158,7 +158,11 @@ static int wait_dto(struct conn *c, DAT_DTOS op, DAT_UINT64 cookie, const char *
 	DAT_COUNT nmore;
 	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
 
-	CHECK_DAT(dat_evd_wait(c->dto_evd, TIMEOUT_US, 1, &ev, &nmore));
+	do {
+		CHECK_DAT(dat_evd_wait(c->dto_evd, TIMEOUT_US, 1, &ev, &nmore));
+		/* flushed receives of the previous connection's EP may still be queued */
+	} while (ev.event_number == DAT_DTO_COMPLETION_EVENT && d->ep_handle != c->ep &&
+		 d->status == DAT_DTO_ERR_FLUSHED);
 	if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
 		fail("dto event 0x%x status %d", ev.event_number, d->status);
 		return -1;

@@ -37,8 +37,10 @@ dapltest_block() {
 	fi
 	for args in "$@"; do
 		i=$((i + 1))
+		# dapltest wants -s/-D before the op list: insert them after "-T X"
 		# shellcheck disable=SC2086
-		vm_run "$tag.$i" 300 onb dapltest $args -s "$A" -D "$ia"
+		set -- $args
+		vm_run "$tag.$i" 300 onb dapltest "$1" "$2" -s "$A" -D "$ia" "${@:3}"
 		vm_expect "$tag.$i" "$DT_OK" "$DT_BAD"
 	done
 	vm_run "$tag.quit" 60 onb dapltest -T Q -s "$A" -D "$ia"
@@ -73,9 +75,9 @@ dapltest_block dapl.p2p ofx-rxe-p2p \
 	"-T P -i 1000 -m p RW 4096 2"
 
 # 4. configuration errors fail dat_ia_open cleanly (dapltest -T L opens the IA).
-vm_run cfg.xrc-on 60 ona dtest -P ofx-rxe-xrc -s
+vm_run cfg.xrc-on 60 bash -c "ona dtest -P ofx-rxe-xrc -s; exit 0"
 vm_expect cfg.xrc-on 'DAT_MODEL_NOT_SUPPORTED|dat_ia_open.*(MODEL|NOT)' "$DTEST_PASS"
-vm_run cfg.bad-key 60 ona dtest -P ofx-rxe-bad -s
+vm_run cfg.bad-key 60 bash -c "ona dtest -P ofx-rxe-bad -s; exit 0"
 vm_expect cfg.bad-key 'DAT_INVALID_PARAMETER' "$DTEST_PASS"
 dtest_pair dtest.xrc-auto ofx-rxe-xrcauto -b 4096 -B 20
 

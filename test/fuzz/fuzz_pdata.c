@@ -2,7 +2,8 @@
 /*
  * libFuzzer target for the private-data trailer.  Every input is
  *   1. decoded as received private data: decode must never read outside the
- *      buffer, and a header it accepts must describe bytes inside it;
+ *      buffer, and a header it accepts must describe bytes inside it and
+ *      survive being encoded and decoded again;
  *   2. taken apart into a header, consumer bytes and a padding choice that
  *      are encoded and decoded again: decode(encode(x)) must give back x.
  */
@@ -15,6 +16,34 @@
 
 #define AREA_MAX 512
 
+static void check_same(const struct ofx_pdata_hdr *a, const struct ofx_pdata_hdr *b)
+{
+	if (a->version != b->version || a->flags != b->flags || a->rtr != b->rtr ||
+	    a->consumer_len != b->consumer_len || a->xrc_srqn != b->xrc_srqn)
+		abort();
+}
+
+/*
+ * An accepted header, re-encoded into the same number of bytes, must decode
+ * to itself with the consumer bytes in place: the unknown extension words
+ * and reserved bits it may have carried are the only things dropped.
+ */
+static void check_reencode(const uint8_t *data, size_t size, const struct ofx_pdata_hdr *hdr)
+{
+	uint8_t out[AREA_MAX];
+	struct ofx_pdata_hdr back;
+	int n;
+
+	if (size > sizeof(out))
+		return;
+	n = ofx_pdata_encode(hdr, data, hdr->consumer_len, size, out, sizeof(out));
+	if (n != (int)size || memcmp(out, data, hdr->consumer_len))
+		abort();
+	if (ofx_pdata_decode(out, (size_t)n, &back))
+		abort();
+	check_same(hdr, &back);
+}
+
 static void check_decode(const uint8_t *data, size_t size)
 {
 	struct ofx_pdata_hdr hdr;
@@ -22,13 +51,24 @@ static void check_decode(const uint8_t *data, size_t size)
 
 	switch (ret) {
 	case 0:
-		if (size < OFX_PDATA_HDR_LEN || hdr.version != OFX_PDATA_VERSION ||
-		    hdr.consumer_len > size - OFX_PDATA_HDR_LEN)
+		if (hdr.version != OFX_PDATA_VERSION || hdr.flags > 0x0f || hdr.rtr > 2 ||
+		    hdr.consumer_len + ofx_pdata_hdr_len(hdr.flags) > size)
 			abort();
+		if (!(hdr.flags & OFX_PDATA_F_XRC) && hdr.xrc_srqn)
+			abort();
+		check_reencode(data, size, &hdr);
 		break;
 	case -ENOENT:
+		/* below the trailer's size or without the magic at its start */
+		if (size >= OFX_PDATA_HDR_LEN &&
+		    data[size - OFX_PDATA_HDR_LEN] == (OFX_PDATA_MAGIC >> 8) &&
+		    data[size - OFX_PDATA_HDR_LEN + 1] == (OFX_PDATA_MAGIC & 0xff))
+			abort();
+		break;
 	case -EPROTO:
 	case -EPROTONOSUPPORT:
+		if (size < OFX_PDATA_HDR_LEN)
+			abort();
 		break;
 	default:
 		abort();
@@ -37,17 +77,18 @@ static void check_decode(const uint8_t *data, size_t size)
 
 static void check_round_trip(const uint8_t *data, size_t size)
 {
-	static const size_t areas[] = { 0, 56, 196, 148, 64 };
+	static const size_t areas[] = { 0, 56, 196, 148, 64, 12, 8 };
 	uint8_t out[AREA_MAX];
 	struct ofx_pdata_hdr in, back;
-	size_t consumer_len, area;
+	size_t consumer_len, area, need;
 	int n;
 
 	if (size < 7)
 		return;
 	memset(&in, 0, sizeof(in));
-	in.flags = data[0];
-	in.rtr = data[1];
+	/* one bit beyond the flag nibble and rtr 3 are there to be refused */
+	in.flags = data[0] & 0x1f;
+	in.rtr = data[1] & 0x03;
 	in.xrc_srqn = (uint32_t)data[2] << 24 | (uint32_t)data[3] << 16 |
 		      (uint32_t)data[4] << 8 | data[5];
 	area = areas[data[6] % (sizeof(areas) / sizeof(areas[0]))];
@@ -56,23 +97,36 @@ static void check_round_trip(const uint8_t *data, size_t size)
 	consumer_len = size;
 
 	n = ofx_pdata_encode(&in, data, consumer_len, area, out, sizeof(out));
+	if (in.flags > 0x0f || in.rtr > 2) {
+		if (n != -EINVAL)
+			abort();
+		return;
+	}
+	need = consumer_len + ofx_pdata_hdr_len(in.flags);
 	if (n < 0) {
 		/* only a size problem may stop encoding */
 		if (n != -EMSGSIZE)
 			abort();
-		if (consumer_len + OFX_PDATA_HDR_LEN <= (area ? area : sizeof(out)))
+		if (consumer_len <= OFX_PDATA_CONSUMER_MAX &&
+		    need <= (area ? area : sizeof(out)))
 			abort();
 		return;
 	}
-	if ((size_t)n != (area ? area : consumer_len + OFX_PDATA_HDR_LEN))
+	if (consumer_len > OFX_PDATA_CONSUMER_MAX || (size_t)n != (area ? area : need))
 		abort();
 	if (memcmp(out, data, consumer_len))
 		abort();
+	/* zero padding between the consumer bytes and the extension words */
+	for (size_t i = consumer_len; i < (size_t)n - ofx_pdata_hdr_len(in.flags); i++)
+		if (out[i])
+			abort();
 	if (ofx_pdata_decode(out, (size_t)n, &back))
 		abort();
-	if (back.version != OFX_PDATA_VERSION || back.flags != in.flags || back.rtr != in.rtr ||
-	    back.xrc_srqn != in.xrc_srqn || back.consumer_len != consumer_len)
-		abort();
+	in.version = OFX_PDATA_VERSION;
+	in.consumer_len = (uint16_t)consumer_len;
+	if (!(in.flags & OFX_PDATA_F_XRC))
+		in.xrc_srqn = 0;
+	check_same(&in, &back);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
