@@ -491,15 +491,6 @@ _Static_assert(offsetof(DAT_LMR_TRIPLET, lmr_context) == offsetof(struct ibv_sge
 _Static_assert(offsetof(DAT_LMR_TRIPLET, segment_length) == offsetof(struct ibv_sge, length),
 	       "DAT_LMR_TRIPLET.segment_length must overlay ibv_sge.length");
 
-struct ofx_sq_post {
-	enum ofx_cookie_op op;
-	DAT_COUNT n;
-	DAT_LMR_TRIPLET *iov;
-	DAT_DTO_COOKIE cookie;
-	const DAT_RMR_TRIPLET *rmr;
-	DAT_COMPLETION_FLAGS flags;
-};
-
 static enum ibv_wr_opcode sq_opcode(enum ofx_cookie_op op)
 {
 	switch (op) {
@@ -507,16 +498,27 @@ static enum ibv_wr_opcode sq_opcode(enum ofx_cookie_op op)
 		return IBV_WR_RDMA_WRITE;
 	case OFX_OP_RDMA_READ:
 		return IBV_WR_RDMA_READ;
+	case OFX_OP_WRITE_IMM:
+		return IBV_WR_RDMA_WRITE_WITH_IMM;
+	case OFX_OP_CMP_SWAP:
+		return IBV_WR_ATOMIC_CMP_AND_SWP;
+	case OFX_OP_FETCH_ADD:
+		return IBV_WR_ATOMIC_FETCH_AND_ADD;
 	default:
 		return IBV_WR_SEND;
 	}
+}
+
+static bool sq_op_inline_ok(enum ofx_cookie_op op)
+{
+	return op == OFX_OP_SEND || op == OFX_OP_RDMA_WRITE || op == OFX_OP_WRITE_IMM;
 }
 
 /*
  * Posts one send-queue work request.  Lock-free: the EP's send ring has a
  * single producer (the consumer thread) and is retired by CQ pollers.
  */
-static DAT_RETURN ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
+DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 {
 	struct ofx_cookie_ring *ring = &ep->send_ring;
 	struct ibv_send_wr wr = { 0 }, *bad;
@@ -545,10 +547,17 @@ static DAT_RETURN ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	wr.sg_list = (struct ibv_sge *)p->iov;
 	wr.num_sge = p->n;
 	wr.opcode = sq_opcode(p->op);
-	if (p->rmr) {
+	if (p->op == OFX_OP_CMP_SWAP || p->op == OFX_OP_FETCH_ADD) {
+		wr.wr.atomic.remote_addr = p->rmr->virtual_address;
+		wr.wr.atomic.rkey = p->rmr->rmr_context;
+		wr.wr.atomic.compare_add = p->compare_add;
+		wr.wr.atomic.swap = p->swap;
+	} else if (p->rmr) {
 		wr.wr.rdma.remote_addr = p->rmr->virtual_address;
 		wr.wr.rdma.rkey = p->rmr->rmr_context;
 	}
+	if (p->op == OFX_OP_WRITE_IMM)
+		wr.imm_data = p->imm; /* host order on the wire, as stock (contract 5) */
 	/*
 	 * Selective signalling: a suppressed WR goes unsignaled unless half the
 	 * ring is already unsignaled; then it is signaled to retire the ring,
@@ -568,7 +577,7 @@ static DAT_RETURN ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 		wr.send_flags |= IBV_SEND_SOLICITED;
 	if (p->flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
 		wr.send_flags |= IBV_SEND_FENCE;
-	if (p->op != OFX_OP_RDMA_READ && total <= ep->max_inline && total)
+	if (sq_op_inline_ok(p->op) && total <= ep->max_inline && total)
 		wr.send_flags |= IBV_SEND_INLINE;
 
 	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
@@ -586,11 +595,12 @@ DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	struct ofx_sq_post p = { OFX_OP_SEND, n, iov, cookie, NULL, flags };
+	struct ofx_sq_post p = { .op = OFX_OP_SEND, .n = n, .iov = iov, .cookie = cookie,
+				  .flags = flags };
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	return ep_post_sq(ep, &p);
+	return ofx_ep_post_sq(ep, &p);
 }
 
 DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
@@ -598,7 +608,8 @@ DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_T
 				 DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	struct ofx_sq_post p = { OFX_OP_RDMA_READ, n, iov, cookie, rmr, flags };
+	struct ofx_sq_post p = { .op = OFX_OP_RDMA_READ, .n = n, .iov = iov, .cookie = cookie,
+				  .rmr = rmr, .flags = flags };
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
@@ -606,7 +617,7 @@ DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_T
 		return OFX_INVALID_ARG(5);
 	if (n > ep->attr.max_rdma_read_iov && ep->attr.max_rdma_read_iov > 0)
 		return OFX_INVALID_ARG(2);
-	return ep_post_sq(ep, &p);
+	return ofx_ep_post_sq(ep, &p);
 }
 
 DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
@@ -614,13 +625,14 @@ DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
 				  DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	struct ofx_sq_post p = { OFX_OP_RDMA_WRITE, n, iov, cookie, rmr, flags };
+	struct ofx_sq_post p = { .op = OFX_OP_RDMA_WRITE, .n = n, .iov = iov, .cookie = cookie,
+				  .rmr = rmr, .flags = flags };
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
 	if (!rmr)
 		return OFX_INVALID_ARG(5);
-	return ep_post_sq(ep, &p);
+	return ofx_ep_post_sq(ep, &p);
 }
 
 static struct ibv_sge *recv_slot_sges(struct ofx_ep *ep, const struct ofx_cookie *ck)

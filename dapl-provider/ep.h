@@ -158,6 +158,26 @@ void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc);
 
 
 
+/* One send-queue work request as the DAT calls and the IB extensions post it. */
+struct ofx_sq_post {
+	enum ofx_cookie_op op;
+	DAT_COUNT n;
+	DAT_LMR_TRIPLET *iov;
+	DAT_DTO_COOKIE cookie;
+	const DAT_RMR_TRIPLET *rmr;
+	DAT_COMPLETION_FLAGS flags;
+	uint32_t imm;		/* OFX_OP_WRITE_IMM */
+	uint64_t compare_add;	/* OFX_OP_CMP_SWAP compare, OFX_OP_FETCH_ADD add */
+	uint64_t swap;		/* OFX_OP_CMP_SWAP */
+};
+
+/*
+ * Posts on the send queue without taking a lock (single poster per EP):
+ * checks the state and segment count, reserves a cookie, applies selective
+ * signalling and inline.  Returns the DAT status for the caller to pass on.
+ */
+DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p);
+
 /* Connection-state helpers for cm.c, sp.c and cr.c (ep->lock held). */
 int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first);
 void ofx_ep_recv_stop(struct ofx_ep *ep);

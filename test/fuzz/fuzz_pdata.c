@@ -6,6 +6,8 @@
  *      survive being encoded and decoded again;
  *   2. taken apart into a header, consumer bytes and a padding choice that
  *      are encoded and decoded again: decode(encode(x)) must give back x.
+ * Both sides are also held to a separate reading of the pdata.h layout, so
+ * that a mistake made the same way in encode and decode is still caught.
  */
 #include "pdata.h"
 
@@ -15,6 +17,43 @@
 #include <string.h>
 
 #define AREA_MAX 512
+
+/* pdata.h: complement of the ones' complement sum of ext words + trailer. */
+static uint16_t spec_check(const uint8_t *t, size_t ext)
+{
+	const uint8_t *p = t - 4 * ext;
+	uint32_t sum = 0;
+
+	for (; p < t + 8; p += 2) {
+		if (p != t + 6)
+			sum += (uint32_t)p[0] << 8 | p[1];
+	}
+	while (sum >> 16)
+		sum = (sum & 0xffff) + (sum >> 16);
+	return (uint16_t)~sum;
+}
+
+/* Does the trailer at the end of buf[0..size) say what hdr says? */
+static void check_spec(const uint8_t *buf, size_t size, const struct ofx_pdata_hdr *hdr)
+{
+	const uint8_t *t = buf + size - 8;
+	size_t ext = t[3] >> 2;
+
+	if (size < 8 + 4 * ext || hdr->consumer_len + 4 * ext + 8 > size)
+		abort();
+	if (t[0] != 0x4f || t[1] != 0x58 || (t[6] << 8 | t[7]) != spec_check(t, ext))
+		abort();
+	if (t[2] >> 4 != OFX_PDATA_VERSION || (t[2] & 0x0f) != hdr->flags ||
+	    (t[3] & 0x03) != hdr->rtr || t[4] != hdr->consumer_len)
+		abort();
+	if (hdr->flags & OFX_PDATA_F_XRC) {
+		const uint8_t *w = t - 4 * ext;
+
+		if (!ext || hdr->xrc_srqn != ((uint32_t)w[0] << 24 | (uint32_t)w[1] << 16 |
+					      (uint32_t)w[2] << 8 | w[3]))
+			abort();
+	}
+}
 
 static void check_same(const struct ofx_pdata_hdr *a, const struct ofx_pdata_hdr *b)
 {
@@ -56,6 +95,7 @@ static void check_decode(const uint8_t *data, size_t size)
 			abort();
 		if (!(hdr.flags & OFX_PDATA_F_XRC) && hdr.xrc_srqn)
 			abort();
+		check_spec(data, size, &hdr);
 		check_reencode(data, size, &hdr);
 		break;
 	case -ENOENT:
@@ -120,6 +160,9 @@ static void check_round_trip(const uint8_t *data, size_t size)
 	for (size_t i = consumer_len; i < (size_t)n - ofx_pdata_hdr_len(in.flags); i++)
 		if (out[i])
 			abort();
+	/* what we send carries no unknown words and a zero reserved byte */
+	if (out[n - 3] != 0 || out[n - 5] >> 2 != (in.flags & OFX_PDATA_F_XRC ? 1 : 0))
+		abort();
 	if (ofx_pdata_decode(out, (size_t)n, &back))
 		abort();
 	in.version = OFX_PDATA_VERSION;
@@ -127,6 +170,7 @@ static void check_round_trip(const uint8_t *data, size_t size)
 	if (!(in.flags & OFX_PDATA_F_XRC))
 		in.xrc_srqn = 0;
 	check_same(&in, &back);
+	check_spec(out, (size_t)n, &in);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
