@@ -69,7 +69,14 @@ static uint16_t pdata_check(const uint8_t *t, size_t ext_words)
 
 size_t ofx_pdata_hdr_len(uint8_t flags)
 {
-	return flags & OFX_PDATA_F_XRC ? OFX_PDATA_XRC_HDR_LEN : OFX_PDATA_HDR_LEN;
+	return OFX_PDATA_HDR_LEN + ((flags & OFX_PDATA_F_XRC) ? EXT_WORD_LEN : 0) +
+	       ((flags & OFX_PDATA_F_CSP) ? EXT_WORD_LEN : 0);
+}
+
+/* Extension words are assigned in flag order: XRC's SRQ number, then CSP's port. */
+static size_t ext_csp_port_index(uint8_t flags)
+{
+	return (flags & OFX_PDATA_F_XRC) ? 1 : 0;
 }
 
 /*
@@ -109,6 +116,9 @@ int ofx_pdata_encode(const struct ofx_pdata_hdr *hdr, const void *consumer,
 	t = buf + total - OFX_PDATA_HDR_LEN;
 	if (hdr->flags & OFX_PDATA_F_XRC)
 		put_be32(t - (ext_words - EXT_XRC_SRQN) * EXT_WORD_LEN, hdr->xrc_srqn);
+	if (hdr->flags & OFX_PDATA_F_CSP)
+		put_be32(t - (ext_words - ext_csp_port_index(hdr->flags)) * EXT_WORD_LEN,
+			 hdr->csp_port);
 	put_be16(t + OFF_MAGIC, OFX_PDATA_MAGIC);
 	t[OFF_VER_FLAGS] = (uint8_t)(OFX_PDATA_VERSION << VERSION_SHIFT | hdr->flags);
 	t[OFF_RTR_EXT] = (uint8_t)(ext_words << EXT_SHIFT | hdr->rtr);
@@ -150,6 +160,8 @@ int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p)
 		return -EPROTO;
 	if ((flags & OFX_PDATA_F_XRC) && ext_words <= EXT_XRC_SRQN)
 		return -EPROTO;
+	if ((flags & OFX_PDATA_F_CSP) && ext_words <= ext_csp_port_index(flags))
+		return -EPROTO;
 	if (consumer_len > len - OFX_PDATA_HDR_LEN - ext_words * EXT_WORD_LEN)
 		return -EPROTO;
 
@@ -158,7 +170,11 @@ int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p)
 	hdr_p->rtr = rtr;
 	hdr_p->consumer_len = (uint16_t)consumer_len;
 	hdr_p->xrc_srqn = 0;
+	hdr_p->csp_port = 0;
 	if (flags & OFX_PDATA_F_XRC)
 		hdr_p->xrc_srqn = get_be32(t - (ext_words - EXT_XRC_SRQN) * EXT_WORD_LEN);
+	if (flags & OFX_PDATA_F_CSP)
+		hdr_p->csp_port = (uint16_t)get_be32(t - (ext_words - ext_csp_port_index(flags)) *
+						     EXT_WORD_LEN);
 	return 0;
 }

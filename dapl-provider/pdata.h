@@ -43,7 +43,11 @@
  * before the trailer, so word 0 is the furthest from it.  Words are
  * assigned in order to the flags that need them:
  *
- *   OFX_PDATA_F_XRC     word 0: the sender's XRC SRQ number
+ *   OFX_PDATA_F_XRC     the sender's XRC SRQ number
+ *   OFX_PDATA_F_CSP     the sender's common service point port (low 16
+ *                       bits), which identifies it to the peer's CSP
+ *
+ * so with both flags the SRQ number is word 0 and the CSP port word 1.
  *
  * A compatible addition keeps the version and adds words after the known
  * ones; receivers skip words they do not know, which the checksum still
@@ -73,6 +77,7 @@ struct ofx_pdata_hdr {
 	uint8_t rtr;
 	uint16_t consumer_len;
 	uint32_t xrc_srqn;	/* valid with OFX_PDATA_F_XRC, else 0 */
+	uint16_t csp_port;	/* valid with OFX_PDATA_F_CSP, else 0 */
 };
 
 /*

@@ -89,7 +89,7 @@ static const struct ofx_pdata_hdr p2p_hdr = {
 };
 
 static const struct ofx_pdata_hdr xrc_hdr = {
-	.flags = OFX_PDATA_F_P2P | OFX_PDATA_F_XRC | OFX_PDATA_F_CSP,
+	.flags = OFX_PDATA_F_P2P | OFX_PDATA_F_XRC,
 	.rtr = 1,
 	.xrc_srqn = 0x00abcdefu,
 };
@@ -121,6 +121,28 @@ static void check_round_trip(const struct ofx_pdata_hdr *in, size_t consumer_len
 	CU_ASSERT_EQUAL(hdr.rtr, in->rtr);
 	CU_ASSERT_EQUAL(hdr.consumer_len, consumer_len);
 	CU_ASSERT_EQUAL(hdr.xrc_srqn, in->flags & OFX_PDATA_F_XRC ? in->xrc_srqn : 0);
+	CU_ASSERT_EQUAL(hdr.csp_port, in->flags & OFX_PDATA_F_CSP ? in->csp_port : 0);
+}
+
+static void test_csp_port_round_trip(void)
+{
+	struct ofx_pdata_hdr in = { .flags = OFX_PDATA_F_CSP | OFX_PDATA_F_P2P,
+				    .csp_port = 50123 };
+	struct ofx_pdata_hdr both = { .flags = OFX_PDATA_F_CSP | OFX_PDATA_F_XRC,
+				      .xrc_srqn = 0x123456, .csp_port = 7 };
+	unsigned char out[64];
+	struct ofx_pdata_hdr hdr;
+
+	check_round_trip(&in, 40, 56);
+	check_round_trip(&both, 10, 0);
+	/* with both, the SRQ number is word 0 and the port word 1 */
+	CU_ASSERT_EQUAL(ofx_pdata_encode(&both, NULL, 0, 0, out, sizeof(out)), 16);
+	CU_ASSERT_EQUAL(out[7], 7);
+	CU_ASSERT_EQUAL(out[1], 0x12);
+	/* a CSP flag whose word is missing is malformed: clear the word count */
+	CU_ASSERT_EQUAL(ofx_pdata_encode(&in, NULL, 0, 0, out, sizeof(out)), 12);
+	CU_ASSERT_EQUAL(ofx_pdata_decode(out, 12, &hdr), 0);
+	CU_ASSERT_EQUAL(hdr.csp_port, 50123);
 }
 
 static void test_hdr_len_matches_flags(void)
@@ -128,10 +150,12 @@ static void test_hdr_len_matches_flags(void)
 	CU_ASSERT_EQUAL(OFX_PDATA_HDR_LEN, 8);
 	CU_ASSERT_EQUAL(OFX_PDATA_XRC_HDR_LEN, 12);
 	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(0), OFX_PDATA_HDR_LEN);
-	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_P2P | OFX_PDATA_F_REPLY | OFX_PDATA_F_CSP),
+	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_P2P | OFX_PDATA_F_REPLY),
 			OFX_PDATA_HDR_LEN);
 	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_XRC), OFX_PDATA_XRC_HDR_LEN);
-	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(0x0f), OFX_PDATA_XRC_HDR_LEN);
+	/* the CSP port takes a word of its own, after the SRQ number */
+	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_P2P | OFX_PDATA_F_CSP), 12);
+	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(0x0f), 16);
 }
 
 static void test_dtest_request_fills_ib_req_area_exactly(void)
@@ -587,6 +611,7 @@ static void test_bad_arguments_are_invalid(void)
 }
 
 CU_TestInfo ofx_test_pdata[] = {
+	{ "csp port travels in its own extension word", test_csp_port_round_trip },
 	{ "header length follows the XRC flag", test_hdr_len_matches_flags },
 	{ "dtest's 48 bytes and the trailer fill the IB REQ area exactly",
 	  test_dtest_request_fills_ib_req_area_exactly },
