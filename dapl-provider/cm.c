@@ -2,6 +2,7 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CM
 #include "cm.h"
 #include "cr.h"
+#include "csp.h"
 #include "ep.h"
 #include "evd.h"
 #include "ia.h"
@@ -112,7 +113,11 @@ static int build_req_pdata(struct ofx_ep *ep, const void *pdata, int len)
 	};
 	int ret;
 
-	if (!ofx_cm_p2p_requested(ep)) {
+	if (ep->csp) {
+		/* common connect: the peer's CSP identifies us by our CSP port */
+		hdr.flags = OFX_PDATA_F_CSP | (ofx_cm_p2p_requested(ep) ? OFX_PDATA_F_P2P : 0);
+		hdr.csp_port = (uint16_t)ep->csp->conn_qual;
+	} else if (!ofx_cm_p2p_requested(ep)) {
 		/* no option needs a header: the consumer's bytes go out raw */
 		if (len)
 			memcpy(ep->req_pdata, pdata, len);
@@ -138,22 +143,17 @@ static void set_port(struct sockaddr_storage *ss, uint16_t port)
 		((struct sockaddr_in *)ss)->sin_port = htons(port);
 }
 
-int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL qual,
-		   DAT_TIMEOUT timeout, const void *pdata, int pdata_len)
+void ofx_cm_arm_conn_timer(struct ofx_ep *ep, DAT_TIMEOUT timeout)
+{
+	ofx_progress_timer_arm(ep->obj.ia->progress, &ep->conn_timer, timeout, conn_timeout, ep);
+}
+
+int ofx_cm_restart(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
-	struct rdma_cm_id *id;
 	char buf[INET6_ADDRSTRLEN];
+	struct rdma_cm_id *id;
 	int ret;
-
-	ret = build_req_pdata(ep, pdata, pdata_len);
-	if (ret)
-		return ret;
-	memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
-	memcpy(&ep->remote_addr, addr, addr->sa_family == AF_INET6 ?
-	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
-	set_port(&ep->remote_addr, ofx_conn_qual_to_port(qual));
-	ep->remote_qual = qual;
 
 	if (ofx_verbs->create_id(ia->cm_channel, &id, &ep->obj, RDMA_PS_TCP)) {
 		ret = -errno;
@@ -167,21 +167,44 @@ int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL
 			ofx_warn("set tos %u: %m", tos);
 	}
 	ep->cm_id = id;
-	ep->cm_retries = 0;
-	ep->p2p = false;
-	ep->state = OFX_EP_ACTIVE_PENDING;
 	if (ofx_verbs->resolve_addr(id, (struct sockaddr *)&ia->addr,
 				    (struct sockaddr *)&ep->remote_addr, ia->cfg.cm_timeout_ms)) {
 		ret = -errno;
-		ofx_err("rdma_resolve_addr to %s port %u: %m",
-			addr_str(&ep->remote_addr, buf, sizeof(buf)), ofx_conn_qual_to_port(qual));
+		ofx_err("rdma_resolve_addr to %s: %m",
+			addr_str(&ep->remote_addr, buf, sizeof(buf)));
 		ep->cm_id = NULL;
-		ep->state = OFX_EP_UNCONNECTED;
 		ofx_verbs->destroy_id(id);
 		return ret;
 	}
+	return 0;
+}
+
+int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL qual,
+		   DAT_TIMEOUT timeout, const void *pdata, int pdata_len)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	char buf[INET6_ADDRSTRLEN];
+	int ret;
+
+	ret = build_req_pdata(ep, pdata, pdata_len);
+	if (ret)
+		return ret;
+	memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
+	memcpy(&ep->remote_addr, addr, addr->sa_family == AF_INET6 ?
+	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	set_port(&ep->remote_addr, ofx_conn_qual_to_port(qual));
+	ep->remote_qual = qual;
+
+	ep->cm_retries = 0;
+	ep->p2p = false;
+	ep->state = OFX_EP_ACTIVE_PENDING;
+	ret = ofx_cm_restart(ep);
+	if (ret) {
+		ep->state = OFX_EP_UNCONNECTED;
+		return ret;
+	}
 	if (timeout != DAT_TIMEOUT_INFINITE)
-		ofx_progress_timer_arm(ia->progress, &ep->conn_timer, timeout, conn_timeout, ep);
+		ofx_cm_arm_conn_timer(ep, timeout);
 	atomic_fetch_add(&ia->stats.conn_active, 1);
 	ofx_dbg("ep %p qp 0x%x connecting to %s qual %llu p2p %s", (void *)ep, ep->qp->qp_num,
 		addr_str(&ep->remote_addr, buf, sizeof(buf)), (unsigned long long)qual,
@@ -206,9 +229,12 @@ static void conn_timeout(void *arg)
 
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state == OFX_EP_ACTIVE_PENDING) {
-		ofx_info("ep %p qp 0x%x: connect timed out", (void *)ep, ep->qp->qp_num);
+		ofx_info("ep %p qp 0x%x: connect timed out%s", (void *)ep, ep->qp->qp_num,
+			 ep->csp_no_listener ? " (no common service point at the peer)" : "");
 		ep->pdata_len = 0;
-		active_fail(ep, DAT_CONNECTION_EVENT_TIMED_OUT, &id);
+		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->csp_retry_timer);
+		active_fail(ep, ep->csp_no_listener ? DAT_CONNECTION_EVENT_UNREACHABLE :
+			    DAT_CONNECTION_EVENT_TIMED_OUT, &id);
 	}
 	pthread_mutex_unlock(&ep->lock);
 	/* not inside an event of this id: destroying it here cannot deadlock */
@@ -399,6 +425,9 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 		break;
 	case RDMA_CM_EVENT_REJECTED: {
 		const unsigned char *data = ev->param.conn.private_data;
+
+		if (ofx_csp_retry(ep, ev, destroy_p))
+			return;
 		int len = ev->param.conn.private_data_len;
 
 		/* a consumer reject carries stock's 4-byte header: strip it */
@@ -420,6 +449,8 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 	}
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (ofx_csp_retry(ep, ev, destroy_p))
+			return;
 		ofx_info("ep %p qp 0x%x: %s status %d", (void *)ep, ep->qp->qp_num,
 			 rdma_event_str(ev->event), ev->status);
 		ep->pdata_len = 0;
@@ -593,7 +624,8 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 			return;
 		}
 		ofx_dbg("ep %p qp 0x%x established (passive)", (void *)ep, ep->qp->qp_num);
-		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, false);
+		/* a common-connect EP reports the initiator's data on this side too */
+		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, ep->csp != NULL);
 		return;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:

@@ -46,6 +46,11 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int p
 int ofx_cm_disconnect(struct ofx_ep *ep, bool abrupt);
 void ofx_cm_release(struct ofx_ep *ep);
 
+/* Creates a fresh cm_id and starts address resolution (connect and retries). */
+int ofx_cm_restart(struct ofx_ep *ep);
+/* Arms the consumer's connect timeout (TIMED_OUT, or UNREACHABLE, on expiry). */
+void ofx_cm_arm_conn_timer(struct ofx_ep *ep, DAT_TIMEOUT timeout);
+
 /* Moves `qp` to `state` with the attributes rdma_cm computes for `id`. */
 int ofx_cm_qp_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state);
 

@@ -70,6 +70,9 @@ const struct ofx_param ofx_params[] = {
 	UINT_ROW("rtr_timeout_ms", "DAPL_OFX_RTR_TIMEOUT_MS", "5000", 100, 600000, rtr_timeout_ms,
 		 "How long a passive p2p EP waits for the peer's RTR before the connection is "
 		 "BROKEN, in milliseconds."),
+	UINT_ROW("csp_retry_ms", "DAPL_OFX_CSP_RETRY_MS", "50", 1, 60000, csp_retry_ms,
+		 "DAT 2.0 common connect: pause before the initiating side retries while the "
+		 "peer has not called dat_ep_common_connect yet, in milliseconds."),
 	TYPED_ROW("stats", "DAPL_OFX_STATS", OFX_PARAM_BOOL, "no", stats,
 		  "Log the per-IA counters at ia_close."),
 	TYPED_ROW("print_config", "DAPL_OFX_PRINT_CONFIG", OFX_PARAM_BOOL, "no", print_config,

@@ -3,6 +3,7 @@
 #include "ep.h"
 #include "cm.h"
 #include "cr.h"
+#include "csp.h"
 #include "evd.h"
 #include "ia.h"
 #include "log.h"
@@ -301,6 +302,7 @@ DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 	ep->req_evd = req_evd;
 	ep->conn_evd = conn_evd;
 	ep->state = OFX_EP_UNCONNECTED;
+	ofx_list_init(&ep->csp_link);
 	pthread_mutex_init(&ep->lock, NULL);
 
 	ret = ep_init_rings(ep);
@@ -714,6 +716,9 @@ int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first)
 	uint64_t seq, head;
 	int ret;
 
+	/* a common-connect retry keeps its QP in INIT with receives posted */
+	if (atomic_load(&ep->recv_live))
+		return 0;
 	if (rtr_recv_first) {
 		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&ep->rtr_cookie }, *bad;
 
@@ -784,6 +789,7 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
+	ofx_csp_detach(ep);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state != OFX_EP_UNCONNECTED && ep->state != OFX_EP_DISCONNECTED) {
 		enum ofx_ep_state state = ep->state;
@@ -875,6 +881,8 @@ static void ep_teardown(struct ofx_ep *ep)
 {
 	bool drained;
 
+	ofx_csp_detach(ep);
+
 	pthread_mutex_lock(&ep->lock);
 	if (ep->cm_id && (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT ||
 			  ep->state == OFX_EP_COMPLETION_PENDING ||
@@ -945,7 +953,8 @@ void ofx_ep_p2p_maybe_established(struct ofx_ep *ep)
 	ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
 	ep->state = OFX_EP_CONNECTED;
 	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
-	ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, false);
+	/* a common-connect EP reports the initiator's data on this side too */
+	ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, ep->csp != NULL);
 }
 
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)

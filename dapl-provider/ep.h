@@ -111,6 +111,15 @@ struct ofx_ep {
 	_Atomic bool sq_drained, rq_drained;
 	struct ofx_cookie sq_drain_cookie, rq_drain_cookie;
 
+	/* DAT 2.0 common connect (csp.c); csp and csp_link guarded by csp->lock */
+	struct ofx_sp *csp;		/* local CSP while in ep_common_connect */
+	struct ofx_list csp_link;	/* passive side: in csp->csp_eps */
+	bool csp_initiator;		/* this side sends the REQ (see csp.h) */
+	bool csp_no_listener;		/* last attempt found no CSP at the peer */
+	struct ofx_timer csp_retry_timer;
+	unsigned char csp_pdata[OFX_PDATA_COPY_MAX]; /* consumer data, kept for retries */
+	int csp_pdata_len;
+
 	DAT_NAMED_ATTR prov_attr[2];	/* ep_query provider-specific answers */
 	char prov_attr_val[2][16];
 };

@@ -16,6 +16,7 @@
 #include "verbs.h"
 
 #include <arpa/inet.h>
+#include <dat2/dat_ib_extensions.h>
 #include <endian.h>
 #include <errno.h>
 #include <fcntl.h>
@@ -36,7 +37,7 @@
 #define OFX_IA_INDEX_LIMIT 0x10000
 #define OFX_ASYNC_QLEN_MIN 8
 /* Provider-specific attributes reported by ia_query. */
-#define OFX_IA_NATTR 19
+#define OFX_IA_NATTR 23
 #define OFX_IA_ATTR_LEN 48
 
 /*
@@ -911,8 +912,11 @@ static void ofx_ia_fill_ia_attr(struct ofx_ia *ia, const struct ibv_port_attr *p
 	OFX_SET(m, DAT_IA_FIELD_IA_MAX_RDMA_READ_PER_EP_OUT_GUARANTEED,
 		a->max_rdma_read_per_ep_out_guaranteed, DAT_TRUE);
 	OFX_SET(m, DAT_IA_FIELD_IA_ZB_SUPPORTED, a->zb_supported, DAT_FALSE);
-	OFX_SET(m, DAT_IA_FIELD_IA_EXTENSION, a->extension_supported, DAT_EXTENSION_NONE);
-	OFX_SET(m, DAT_IA_FIELD_IA_EXTENSION_VERSION, a->extension_version, 0);
+	/* contract 5: libdat2 routes dat_extension_op only once an IA reports IB */
+	OFX_SET(m, DAT_IA_FIELD_IA_EXTENSION, a->extension_supported,
+		iwarp ? DAT_EXTENSION_NONE : DAT_EXTENSION_IB);
+	OFX_SET(m, DAT_IA_FIELD_IA_EXTENSION_VERSION, a->extension_version,
+		iwarp ? 0 : DAT_IB_EXTENSION_VERSION);
 	OFX_SET(m, DAT_IA_FIELD_IA_NUM_TRANSPORT_ATTR, a->num_transport_attr, 0);
 	OFX_SET(m, DAT_IA_FIELD_IA_TRANSPORT_ATTR, a->transport_attr, NULL);
 	OFX_SET(m, DAT_IA_FIELD_IA_NUM_VENDOR_ATTR, a->num_vendor_attr, 0);
@@ -967,6 +971,9 @@ static int ofx_ia_fill_named_attrs(struct ofx_ia *ia, const struct ibv_port_attr
 {
 	struct ofx_ia_priv *priv = ofx_ia_priv(ia);
 	__be64 guid = ibv_get_device_guid(ia->verbs->device);
+	bool iwarp = ia->transport == OFX_TRANSPORT_IWARP;
+	/* dtestx skips (and passes) the atomic tests when these are FALSE */
+	bool atomics = !iwarp && ia->dev_attr.atomic_cap != IBV_ATOMIC_NONE;
 	const uint8_t *g;
 	union ibv_gid gid;
 	int n = 0;
@@ -979,6 +986,10 @@ static int ofx_ia_fill_named_attrs(struct ofx_ia *ia, const struct ibv_port_attr
 	ofx_ia_attr_add(priv, &n, "DAT_IB_DEVICE_NAME", "%s", ofx_ia_dev_name(ia));
 	ofx_ia_attr_add(priv, &n, "DAT_IB_CONNECTIVITY_MODE", "DIRECT");
 	ofx_ia_attr_add(priv, &n, "DAT_IB_RDMA_READ", "TRUE");
+	ofx_ia_attr_add(priv, &n, "DAT_EXTENSION_INTERFACE", "%s", iwarp ? "FALSE" : "TRUE");
+	ofx_ia_attr_add(priv, &n, DAT_IB_ATTR_FETCH_AND_ADD, "%s", atomics ? "TRUE" : "FALSE");
+	ofx_ia_attr_add(priv, &n, DAT_IB_ATTR_CMP_AND_SWAP, "%s", atomics ? "TRUE" : "FALSE");
+	ofx_ia_attr_add(priv, &n, DAT_IB_ATTR_IMMED_DATA, "%s", iwarp ? "FALSE" : "TRUE");
 	ofx_ia_attr_add(priv, &n, "DAT_IB_TRANSPORT_MTU", "%d",
 			port->active_mtu ? 128 << port->active_mtu : 0);
 	ofx_ia_attr_add(priv, &n, "DAT_IB_PORT_NUMBER", "%u", ia->port_num);

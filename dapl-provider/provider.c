@@ -3,8 +3,10 @@
 #include "provider.h"
 
 #include "cr.h"
+#include "csp.h"
 #include "ep.h"
 #include "evd.h"
+#include "ext.h"
 #include "ia.h"
 #include "log.h"
 #include "lmr.h"
@@ -128,7 +130,7 @@ const DAT_PROVIDER ofx_provider_template = {
 	.ep_query_func = ofx_ep_query,
 	.ep_modify_func = ofx_ep_modify,
 	.ep_connect_func = ofx_ep_connect,
-	.ep_common_connect_func = ofx_unsupported_ep_common_connect,
+	.ep_common_connect_func = ofx_ep_common_connect,
 	.ep_dup_connect_func = ofx_ep_dup_connect,
 	.ep_disconnect_func = ofx_ep_disconnect,
 	.ep_post_send_func = ofx_ep_post_send,
@@ -165,9 +167,9 @@ const DAT_PROVIDER ofx_provider_template = {
 	.rsp_create_func = ofx_rsp_create,
 	.rsp_query_func = ofx_rsp_query,
 	.rsp_free_func = ofx_rsp_free,
-	.csp_create_func = ofx_unsupported_csp_create,
-	.csp_query_func = ofx_unsupported_csp_query,
-	.csp_free_func = ofx_unsupported_csp_free,
+	.csp_create_func = ofx_csp_create,
+	.csp_query_func = ofx_csp_query,
+	.csp_free_func = ofx_csp_free,
 
 	/* PZ */
 	.pz_create_func = ofx_pz_create,
@@ -183,7 +185,7 @@ const DAT_PROVIDER ofx_provider_template = {
 	.srq_set_lw_func = ofx_unsupported_srq_set_lw,
 
 	/* IB extensions */
-	.handle_extendedop_func = ofx_unsupported_handle_extendedop,
+	.handle_extendedop_func = ofx_ext_op,
 };
 
 static bool ofx_is_blank(char c)

@@ -3,6 +3,7 @@
 #include "sp.h"
 #include "cm.h"
 #include "cr.h"
+#include "csp.h"
 #include "ep.h"
 #include "evd.h"
 #include "ia.h"
@@ -81,8 +82,8 @@ err_destroy:
 	return ret;
 }
 
-static int sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
-		     struct ofx_evd *evd, struct ofx_sp **sp_p)
+int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
+		  struct ofx_evd *evd, struct ofx_sp **sp_p)
 {
 	struct ofx_sp *sp = calloc(1, sizeof(*sp));
 	int ret;
@@ -111,7 +112,7 @@ static int sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qu
 }
 
 /* Rejects a request the consumer will never see (stock's 4-byte header). */
-static void reject_id(struct rdma_cm_id *id)
+void ofx_sp_reject_id(struct rdma_cm_id *id)
 {
 	uint32_t hdr = htonl(OFX_REJ_HDR);
 
@@ -184,7 +185,7 @@ DAT_RETURN ofx_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EVD_H
 	}
 	if (!psp_p)
 		return OFX_INVALID_ARG(5);
-	ret = sp_create(ia, OFX_OBJ_PSP, qual, evd, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_PSP, qual, evd, &sp);
 	if (ret == -EADDRINUSE)
 		return OFX_DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE);
 	if (ret)
@@ -263,7 +264,7 @@ DAT_RETURN ofx_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EP_HA
 	ep->state = OFX_EP_RESERVED;
 	pthread_mutex_unlock(&ep->lock);
 
-	ret = sp_create(ia, OFX_OBJ_RSP, qual, evd, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_RSP, qual, evd, &sp);
 	if (ret) {
 		pthread_mutex_lock(&ep->lock);
 		ep->state = OFX_EP_UNCONNECTED;
@@ -333,11 +334,14 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 	struct ofx_ia *ia = sp->obj.ia;
 	struct ofx_cr *cr;
 
+	if (sp->obj.type == OFX_OBJ_CSP)
+		return ofx_csp_connect_request(sp, ev);
+
 	cr = calloc(1, sizeof(*cr));
 	if (!cr) {
 		ofx_err("no memory for a connection request on qual %llu",
 			(unsigned long long)sp->conn_qual);
-		reject_id(ev->id);
+		ofx_sp_reject_id(ev->id);
 		return ev->id;
 	}
 	cr_fill_from_request(cr, ev);
@@ -380,7 +384,7 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 err_refuse:
 	pthread_mutex_unlock(&sp->lock);
 	ofx_info("refusing a connection request on qual %llu", (unsigned long long)sp->conn_qual);
-	reject_id(ev->id);
+	ofx_sp_reject_id(ev->id);
 	ofx_obj_fini(&cr->obj);
 	free(cr);
 	return ev->id;

@@ -2,6 +2,7 @@
 #ifndef OFX_SP_H
 #define OFX_SP_H
 
+#include <sys/socket.h>
 #include <rdma/rdma_cma.h>
 #include "obj.h"
 
@@ -27,7 +28,8 @@ struct ofx_sp {
 	 * `lock` and can never see one that accept/reject already freed.
 	 */
 	struct ofx_list crs;
-	struct ofx_list csp_eps;	/* CSP: EPs in ep_common_connect */
+	struct ofx_list csp_eps;	/* CSP: passive EPs waiting in ep_common_connect */
+	struct sockaddr_storage csp_addr; /* CSP: the address csp_query reports */
 };
 OFX_DEFINE_FROM_HANDLE(sp, PSP)
 
@@ -50,6 +52,12 @@ DAT_RETURN ofx_rsp_free(DAT_RSP_HANDLE rsp);
 
 /* ia_close cleanup. */
 void ofx_sp_destroy(struct ofx_sp *sp);
+
+/* Shared by PSP, RSP and CSP: create listening on <IA address>:port(qual). */
+int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
+		  struct ofx_evd *evd, struct ofx_sp **sp_p);
+/* Rejects a request the consumer never sees, with stock's 4-byte header. */
+void ofx_sp_reject_id(struct rdma_cm_id *id);
 
 /*
  * Progress thread: a CONNECT_REQUEST arrived on `sp`'s listen id.  Returns a

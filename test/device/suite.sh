@@ -89,6 +89,36 @@ if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_dev_tests" ]; then
 		'ALL TESTS PASSED' 'FAIL'
 fi
 
+# 6. DAT 2.0 common connect: 8 processes (4 per host) all-to-all through
+#    DAT_CSP_CREATE / DAT_EP_COMMON_CONNECT, in several call orders, with
+#    p2p RTR off and on; then a peer that never calls and a missing CSP.
+csp_all2all() {
+	local tag=$1 ia=$2 mode=$3 port=$4 r
+	for r in 0 1 2 3 4 5 6 7; do
+		local on=ona
+		[ "$r" -lt 4 ] || on=onb
+		vm_bg "$tag.r$r" 120 "$on" "$CSP" "$ia" "$r" 4 "$A" "$B" "$port" "$mode"
+	done
+	for r in 0 1 2 3 4 5 6 7; do
+		vm_join "$tag.r$r" 120
+		vm_expect "$tag.r$r" "csp rank $r: ok $mode: 7 connections" 'FAIL'
+	done
+}
+CSP=$OFX_TOP_BUILDDIR/test/device/ofx_csp_test
+B=${OFXVM_B_IP:-192.0.2.2}
+if [ -x "$CSP" ]; then
+	csp_all2all csp.asc ofx-rxe all2all-asc 51000
+	csp_all2all csp.desc ofx-rxe all2all-desc 51100
+	csp_all2all csp.stagger.p2p ofx-rxe-p2p all2all-stagger 51200
+	csp_all2all csp.desc.p2p ofx-rxe-p2p all2all-desc 51300
+	vm_bg csp.nocall.r1 60 onb "$CSP" ofx-rxe 1 1 "$A" "$A" 51400 nocall
+	vm_run csp.nocall.r0 60 ona "$CSP" ofx-rxe 0 1 "$A" "$A" 51400 nocall
+	vm_expect csp.nocall.r0 'ok peer never calls: TIMED_OUT' 'FAIL'
+	vm_join csp.nocall.r1 30
+	vm_run csp.unreach 60 ona "$CSP" ofx-rxe 0 1 "$A" "$B" 51500 unreachable
+	vm_expect csp.unreach 'ok no csp at the address: UNREACHABLE' 'FAIL'
+fi
+
 if [ "$SUITE" = full ]; then
 	dtest_pair dtest.ofx.default ofx-rxe
 	dapltest_block dapl.full ofx-rxe \

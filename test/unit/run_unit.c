@@ -20,6 +20,7 @@ static CU_SuiteInfo suites[] = {
 	{ "evd", NULL, NULL, NULL, NULL, ofx_test_evd },
 	{ "progress", NULL, NULL, NULL, NULL, ofx_test_progress },
 	{ "lmr", NULL, NULL, NULL, NULL, ofx_test_lmr },
+	{ "ext", NULL, NULL, NULL, NULL, ofx_test_ext },
 	{ "provider", NULL, NULL, NULL, NULL, ofx_test_provider },
 	CU_SUITE_INFO_NULL,
 };

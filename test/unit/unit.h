@@ -18,5 +18,6 @@ extern CU_TestInfo ofx_test_provider[];
 extern CU_TestInfo ofx_test_obj[];
 extern CU_TestInfo ofx_test_progress[];
 extern CU_TestInfo ofx_test_lmr[];
+extern CU_TestInfo ofx_test_ext[];
 
 #endif

@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ofx_csp_test: DAT 2.0 peer-to-peer connection model over libdaplofx, as a
+ * consumer of stock libdat2 sees it.
+ *
+ * Debian's libdat2 exports neither dat_csp_* nor dat_ep_common_connect, so
+ * a consumer reaches those provider slots through the redirection macros of
+ * dat_redirection.h on the handle: DAT_EP_COMMON_CONNECT(ep, ...) works on an
+ * EP handle as is, and DAT_CSP_CREATE needs the raw IA pointer that
+ * dats_get_ia_handle() returns for libdat2's IA index.
+ *
+ * Usage: ofx_csp_test IA RANK NPH HOSTA_IP HOSTB_IP BASEPORT MODE
+ *   ranks 0..NPH-1 live on host A, NPH..2*NPH-1 on host B; rank r's CSP is
+ *   its host's IP with port BASEPORT + r.
+ *   MODE all2all-asc     connect to every other rank, lowest rank first
+ *        all2all-desc    the same, highest first
+ *        all2all-stagger odd ranks start 1.5 s late, then ascending
+ *        nocall          rank 0: connect to rank 1, which has a CSP but never
+ *                        calls: expect TIMED_OUT; rank 1 just waits
+ *        unreachable     connect to BASEPORT + 999 on host B where no CSP
+ *                        listens: expect UNREACHABLE
+ * Checks: exactly one ESTABLISHED per peer, carrying the peer's private data
+ * ("rank <j>"); no CR event ever; one message each way per connection.
+ * Prints "csp rank R: ok ..." or "FAIL: ...".
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <dat2/udat.h>
+#include <dat2/dat_registry.h> /* the DAT_* redirection macros */
+
+#define MAX_PEERS 64
+#define MSG_LEN 32
+#define TIMEOUT_US (60ull * 1000 * 1000)
+
+/* exported by libdat2, declared by no public header (contract 1.5) */
+extern DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE in, DAT_IA_HANDLE *out);
+
+static int rank, nph, nprocs;
+static const char *host_ip[2];
+static int base_port;
+
+static DAT_IA_HANDLE ia;
+static DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL, dto_evd, conn_evd;
+static DAT_PZ_HANDLE pz;
+static DAT_CSP_HANDLE csp;
+static DAT_LMR_HANDLE lmr;
+static DAT_LMR_CONTEXT lkey;
+static char buf[2 * MAX_PEERS * MSG_LEN];
+static DAT_EP_HANDLE ep[MAX_PEERS];
+
+static int die(const char *what, DAT_RETURN ret)
+{
+	const char *maj = "", *min = "";
+
+	dat_strerror(ret, &maj, &min);
+	printf("FAIL: rank %d: %s: %s %s\n", rank, what, maj, min);
+	exit(1);
+}
+
+#define CHECK(call) do { DAT_RETURN r_ = (call); if (r_ != DAT_SUCCESS) die(#call, r_); } while (0)
+
+static void peer_addr(int j, struct sockaddr_in *sin)
+{
+	memset(sin, 0, sizeof(*sin));
+	sin->sin_family = AF_INET;
+	sin->sin_port = htons((uint16_t)(base_port + j));
+	inet_pton(AF_INET, host_ip[j >= nph], &sin->sin_addr);
+}
+
+static void setup(const char *ia_name)
+{
+	DAT_REGION_DESCRIPTION region = { .for_va = buf };
+	DAT_IA_HANDLE raw_ia;
+	struct sockaddr_in me;
+
+	CHECK(dat_ia_open((char *)ia_name, 8, &async_evd, &ia));
+	CHECK(dat_pz_create(ia, &pz));
+	CHECK(dat_evd_create(ia, 4 * MAX_PEERS, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &dto_evd));
+	CHECK(dat_evd_create(ia, 2 * MAX_PEERS, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
+			     &conn_evd));
+	CHECK(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz,
+			     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey, NULL, NULL, NULL));
+	/* the CSP slot is not exported by libdat2: redirect on the raw IA */
+	CHECK(dats_get_ia_handle(ia, &raw_ia));
+	peer_addr(rank, &me);
+	CHECK(DAT_CSP_CREATE(raw_ia, NULL, (DAT_IA_ADDRESS_PTR)&me, conn_evd, &csp));
+}
+
+static DAT_LMR_TRIPLET slot(int i)
+{
+	DAT_LMR_TRIPLET iov = { .lmr_context = lkey, .segment_length = MSG_LEN,
+				.virtual_address = (DAT_VADDR)(uintptr_t)(buf + i * MSG_LEN) };
+	return iov;
+}
+
+static void make_ep(int j)
+{
+	DAT_LMR_TRIPLET iov = slot(j);
+
+	CHECK(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, NULL, &ep[j]));
+	/* pre-post the receive for the peer's message before connecting */
+	CHECK(dat_ep_post_recv(ep[j], 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)j,
+			       DAT_COMPLETION_DEFAULT_FLAG));
+}
+
+static void common_connect(int j, DAT_UINT64 timeout)
+{
+	struct sockaddr_in peer;
+	char pdata[16];
+
+	peer_addr(j, &peer);
+	snprintf(pdata, sizeof(pdata), "rank %d", rank);
+	CHECK(DAT_EP_COMMON_CONNECT(ep[j], (DAT_IA_ADDRESS_PTR)&peer, timeout,
+				    (DAT_COUNT)strlen(pdata) + 1, pdata));
+}
+
+static int ep_index(DAT_EP_HANDLE h)
+{
+	for (int j = 0; j < nprocs; j++)
+		if (ep[j] == h)
+			return j;
+	return -1;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
+
+	nanosleep(&ts, NULL);
+}
+
+/* Waits for one connection event of any EP. */
+static void next_conn_event(DAT_EVENT *ev)
+{
+	DAT_COUNT nmore;
+
+	CHECK(dat_evd_wait(conn_evd, TIMEOUT_US, 1, ev, &nmore));
+	if (ev->event_number == DAT_CONNECTION_REQUEST_EVENT) {
+		printf("FAIL: rank %d: a CR event reached the consumer\n", rank);
+		exit(1);
+	}
+}
+
+static void all_to_all(const char *order)
+{
+	int established[MAX_PEERS] = { 0 }, count = 0, npeers = nprocs - 1;
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+
+	for (int j = 0; j < nprocs; j++)
+		if (j != rank)
+			make_ep(j);
+	if (!strcmp(order, "all2all-stagger") && rank % 2)
+		sleep_ms(1500);
+	for (int k = 0; k < nprocs; k++) {
+		int j = !strcmp(order, "all2all-desc") ? nprocs - 1 - k : k;
+
+		if (j != rank)
+			common_connect(j, TIMEOUT_US);
+	}
+	while (count < npeers) {
+		const DAT_CONNECTION_EVENT_DATA *c = &ev.event_data.connect_event_data;
+		char want[16];
+		int j;
+
+		next_conn_event(&ev);
+		j = ep_index(c->ep_handle);
+		if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED || j < 0) {
+			printf("FAIL: rank %d: connection event 0x%x for peer %d\n", rank,
+			       ev.event_number, j);
+			exit(1);
+		}
+		snprintf(want, sizeof(want), "rank %d", j);
+		if (established[j]++ || c->private_data_size < (DAT_COUNT)strlen(want) + 1 ||
+		    strcmp(c->private_data, want)) {
+			printf("FAIL: rank %d: peer %d: duplicate ESTABLISHED or private data "
+			       "\"%.*s\" (%d bytes), expected \"%s\"\n", rank, j,
+			       c->private_data_size, c->private_data ? (char *)c->private_data : "",
+			       c->private_data_size, want);
+			exit(1);
+		}
+		count++;
+	}
+	/* one message each way on every connection */
+	for (int j = 0; j < nprocs; j++) {
+		DAT_LMR_TRIPLET iov = slot(MAX_PEERS + j);
+
+		if (j == rank)
+			continue;
+		snprintf(buf + (MAX_PEERS + j) * MSG_LEN, MSG_LEN, "from %d to %d", rank, j);
+		CHECK(dat_ep_post_send(ep[j], 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)(1000 + j),
+				       DAT_COMPLETION_DEFAULT_FLAG));
+	}
+	for (int got = 0; got < 2 * npeers; got++) {
+		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+
+		CHECK(dat_evd_wait(dto_evd, TIMEOUT_US, 1, &ev, &nmore));
+		if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
+			printf("FAIL: rank %d: dto event 0x%x status %d\n", rank,
+			       ev.event_number, d->status);
+			exit(1);
+		}
+		if (d->user_cookie.as_64 < 1000) {
+			int j = (int)d->user_cookie.as_64;
+			char want[MSG_LEN];
+
+			snprintf(want, sizeof(want), "from %d to %d", j, rank);
+			if (strcmp(buf + j * MSG_LEN, want) || ep_index(d->ep_handle) != j) {
+				printf("FAIL: rank %d: message \"%s\" from ep of %d, expected "
+				       "\"%s\"\n", rank, buf + j * MSG_LEN,
+				       ep_index(d->ep_handle), want);
+				exit(1);
+			}
+		}
+	}
+	printf("csp rank %d: ok %s: %d connections, private data and messages checked\n",
+	       rank, order, npeers);
+	fflush(stdout);
+	/* let every peer finish its exchange before anyone disconnects */
+	sleep_ms(2000);
+	for (int j = 0; j < nprocs; j++)
+		if (j != rank)
+			dat_ep_disconnect(ep[j], DAT_CLOSE_ABRUPT_FLAG);
+}
+
+static void expect_single(int j, DAT_UINT64 timeout, DAT_EVENT_NUMBER want, const char *tag)
+{
+	DAT_EVENT ev;
+
+	make_ep(j);
+	common_connect(j, timeout);
+	next_conn_event(&ev);
+	if (ev.event_number != want) {
+		printf("FAIL: rank %d: %s: event 0x%x, expected 0x%x\n", rank, tag,
+		       ev.event_number, want);
+		exit(1);
+	}
+	printf("csp rank %d: ok %s\n", rank, tag);
+}
+
+int main(int argc, char **argv)
+{
+	const char *mode;
+
+	if (argc != 8) {
+		fprintf(stderr, "usage: %s IA RANK NPH HOSTA_IP HOSTB_IP BASEPORT MODE\n", argv[0]);
+		return 2;
+	}
+	rank = atoi(argv[2]);
+	nph = atoi(argv[3]);
+	nprocs = 2 * nph;
+	host_ip[0] = argv[4];
+	host_ip[1] = argv[5];
+	base_port = atoi(argv[6]);
+	mode = argv[7];
+	if (nprocs > MAX_PEERS || rank < 0 || rank >= nprocs)
+		return 2;
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	setup(argv[1]);
+
+	if (!strncmp(mode, "all2all", 7)) {
+		all_to_all(mode);
+	} else if (!strcmp(mode, "nocall")) {
+		if (rank == 0)
+			expect_single(1, 3ull * 1000 * 1000, DAT_CONNECTION_EVENT_TIMED_OUT,
+				      "peer never calls: TIMED_OUT");
+		else
+			sleep_ms(5000); /* a CSP that never calls common_connect */
+	} else if (!strcmp(mode, "unreachable")) {
+		/* host A compares lower than host B, so this side initiates */
+		base_port += 999 - nph;
+		expect_single(nph, 3ull * 1000 * 1000, DAT_CONNECTION_EVENT_UNREACHABLE,
+			      "no csp at the address: UNREACHABLE");
+	} else {
+		fprintf(stderr, "unknown mode %s\n", mode);
+		return 2;
+	}
+	for (int j = 0; j < nprocs; j++)
+		if (ep[j])
+			dat_ep_free(ep[j]);
+	CHECK(DAT_CSP_FREE(csp));
+	dat_lmr_free(lmr);
+	dat_evd_free(conn_evd);
+	dat_evd_free(dto_evd);
+	dat_pz_free(pz);
+	dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+	return 0;
+}
