@@ -93,9 +93,10 @@ DAT_RETURN ofx_csp_create(DAT_IA_HANDLE ia_handle, DAT_COMM *comm, DAT_IA_ADDRES
 		ofx_err("csp_create: the address needs a port");
 		return OFX_INVALID_ARG(3);
 	}
-	if (addr->sa_family != ia->addr.ss_family) {
-		ofx_err("csp_create: address family %d differs from the ia's", addr->sa_family);
-		return OFX_INVALID_ARG(3);
+	if (!csp_same_peer((struct sockaddr *)&ia->addr, addr, sa_port((struct sockaddr *)&ia->addr))) {
+		/* a CSP listens on its IA's address; peers identify it by that */
+		ofx_err("csp_create: the address is not this ia's");
+		return OFX_DAT_ERR(DAT_INVALID_ADDRESS, DAT_INVALID_ADDRESS_UNSUPPORTED);
 	}
 	if (!evd || !(evd->flags & DAT_EVD_CONNECTION_FLAG))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);

@@ -4,6 +4,8 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_DTO
 #include "ep.h"
 #include "log.h"
+#include "rmr.h"
+#include "srq.h"
 #include "status.h"
 
 #include <stdlib.h>
@@ -125,19 +127,27 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 	}
 	/* Copy first: once retired the slot may be reused by the poster. */
 	c = *slot;
-	ep = c.ep;
-
-	if (c.op == OFX_OP_DRAIN_SQ || c.op == OFX_OP_DRAIN_RQ) {
-		/* the EP is being freed: every WR before this one has completed */
-		atomic_store(c.op == OFX_OP_DRAIN_SQ ? &ep->sq_drained : &ep->rq_drained, true);
-		return false;
+	if (c.op == OFX_OP_SRQ_RECV) {
+		/* the SRQ's slot; the EP is whichever QP took the receive */
+		ep = ofx_srq_recv_done(slot, wc->qp_num);
+		if (!ep) {
+			ofx_dbg("srq receive on qp 0x%x (status %s): no ep any more, dropped",
+				wc->qp_num, ibv_wc_status_str(wc->status));
+			return false;
+		}
+	} else {
+		ep = c.ep;
 	}
-	if (dto_op_is_rtr(c.op))
-		; /* ep->rtr_cookie: not in a ring */
+
+	if (dto_op_is_rtr(c.op) || c.op == OFX_OP_SRQ_RECV)
+		; /* ep->rtr_cookie: not in a ring; an SRQ slot is already free */
 	else if (c.op == OFX_OP_RECV)
 		ofx_cookie_ring_retire(&ep->recv_ring, c.seq);
 	else
 		ofx_cookie_ring_retire(&ep->send_ring, c.seq);
+	/* before anything may drop the completion: the window counts its binds */
+	if (c.op == OFX_OP_RMR_BIND && c.rmr)
+		ofx_rmr_bind_done(c.rmr, ok, c.len);
 
 	if (atomic_load(&ep->dying))
 		return false; /* ep_free: its flushed work is not reported */
@@ -179,6 +189,7 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 		dto->transfered_length = ok ? wc->byte_len : 0;
 		break;
 	case OFX_OP_RECV:
+	case OFX_OP_SRQ_RECV:
 		dto->operation = DAT_DTO_RECEIVE;
 		dto->transfered_length = ok ? wc->byte_len : 0;
 		/* wc->opcode and wc_flags are only valid on success */
@@ -200,6 +211,14 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 	case OFX_OP_FETCH_ADD:
 		dto->transfered_length = c.len;
 		dto_ext_fill(ev, DAT_IB_FETCH_AND_ADD, DAT_IB_DTO_FETCH_ADD, wc, false);
+		break;
+	case OFX_OP_RMR_BIND:
+		/* the RMR may be freed by now: only its handle value is used */
+		memset(&ev->event_data, 0, sizeof(ev->event_data));
+		ev->event_number = DAT_RMR_BIND_COMPLETION_EVENT;
+		ev->event_data.rmr_completion_event_data.rmr_handle = (DAT_RMR_HANDLE)c.rmr;
+		ev->event_data.rmr_completion_event_data.user_cookie.as_64 = c.user.as_64;
+		ev->event_data.rmr_completion_event_data.status = ofx_dto_status(wc->status);
 		break;
 	default:
 		ofx_warn("completion for unknown cookie op %u: qp 0x%x", c.op, wc->qp_num);

@@ -9,6 +9,8 @@
 #include <dat2/udat.h>
 
 struct ofx_ep;
+struct ofx_rmr;
+struct ofx_srq;
 
 /*
  * A cookie describes one posted work request; wr_id is its address.  Each EP
@@ -35,8 +37,8 @@ enum ofx_cookie_op {
 	OFX_OP_RTR_RECV,
 	OFX_OP_RTR_WRITE,
 	OFX_OP_RTR_READ,
-	OFX_OP_DRAIN_SQ,	/* teardown marker: all earlier sends are done */
-	OFX_OP_DRAIN_RQ,	/* teardown marker: all earlier receives are done */
+	OFX_OP_RMR_BIND,	/* memory window bind or invalidate (rmr.c) */
+	OFX_OP_SRQ_RECV,	/* receive posted on an SRQ: the slot is the SRQ's (srq.h) */
 };
 
 enum ofx_cookie_flags {
@@ -45,13 +47,17 @@ enum ofx_cookie_flags {
 };
 
 struct ofx_cookie {
-	struct ofx_ep *ep;
+	union {
+		struct ofx_ep *ep;
+		struct ofx_srq *srq;	/* OFX_OP_SRQ_RECV: the EP comes from wc->qp_num */
+	};
 	DAT_DTO_COOKIE user;
 	uint64_t seq;
-	uint32_t len;		/* posted total (sends/writes report this) */
+	uint32_t len;		/* posted total (sends/writes report this); RMR bind: old rkey */
 	uint8_t op;		/* enum ofx_cookie_op */
 	uint8_t flags;		/* enum ofx_cookie_flags */
 	uint8_t nsge;		/* recv: segments saved in the EP's recv_sges */
+	struct ofx_rmr *rmr;	/* OFX_OP_RMR_BIND: the window; NULL for an internal invalidate */
 };
 
 struct ofx_cookie_ring {

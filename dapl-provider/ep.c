@@ -10,6 +10,7 @@
 #include "progress.h"
 #include "pz.h"
 #include "sp.h"
+#include "srq.h"
 #include "status.h"
 #include "verbs.h"
 
@@ -18,6 +19,7 @@
 #include <strings.h>
 #include <netinet/in.h>
 #include <time.h>
+#include <sched.h>
 
 /* Stock defaults for an EP created with attr == NULL (contract 4.5). */
 #define OFX_EP_DEFAULT_DTOS 16
@@ -171,11 +173,13 @@ static int ep_create_qp(struct ofx_ep *ep)
 		.cap = {
 			/* +1: room for the provider's RTR on either queue */
 			.max_send_wr = ep->attr.max_request_dtos + 1,
-			.max_recv_wr = ep->attr.max_recv_dtos + 1,
+			.max_recv_wr = ep->srq ? 0 : ep->attr.max_recv_dtos + 1,
 			.max_send_sge = ep->attr.max_request_iov ? ep->attr.max_request_iov : 1,
-			.max_recv_sge = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1,
+			.max_recv_sge = ep->srq ? 0 :
+					ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1,
 			.max_inline_data = ia->max_inline,
 		},
+		.srq = ep->srq ? ep->srq->srq : NULL,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
@@ -201,13 +205,17 @@ static int ep_init_rings(struct ofx_ep *ep)
 {
 	int ret;
 	uint32_t sges = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
+	/* an SRQ EP's receives live in the SRQ's slots: no recv ring */
+	uint32_t recv_slots = ep->srq ? 0 : ep->attr.max_recv_dtos + 1;
 
 	ret = ofx_cookie_ring_init(&ep->send_ring, ep->attr.max_request_dtos + 1, ep);
 	if (ret)
 		return ret;
-	ret = ofx_cookie_ring_init(&ep->recv_ring, ep->attr.max_recv_dtos + 1, ep);
+	ret = ofx_cookie_ring_init(&ep->recv_ring, recv_slots, ep);
 	if (ret)
 		goto err_send;
+	if (!recv_slots)
+		return 0;
 	ep->recv_sges = calloc((size_t)ep->recv_ring.size * sges, sizeof(*ep->recv_sges));
 	if (!ep->recv_sges) {
 		ret = -ENOMEM;
@@ -256,9 +264,17 @@ static int ep_evd_arg(DAT_EVD_HANDLE h, DAT_EVD_FLAGS flag, struct ofx_evd **evd
 	return 0;
 }
 
-DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
-			 DAT_EVD_HANDLE recv_evd_h, DAT_EVD_HANDLE req_evd_h,
-			 DAT_EVD_HANDLE conn_evd_h, const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p)
+/*
+ * ep_create and ep_create_with_srq (`srq` NULL for a plain EP).  An SRQ EP
+ * takes its receives from the SRQ: no recv ring, its QP is created with
+ * .srq, it needs a recv EVD to report them on, and it cannot do p2p (a
+ * passive SEND RTR needs a receive of the EP's own).  Argument numbers of
+ * attr and ep_p differ by one between the two calls.
+ */
+static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
+				   DAT_EVD_HANDLE recv_evd_h, DAT_EVD_HANDLE req_evd_h,
+				   DAT_EVD_HANDLE conn_evd_h, struct ofx_srq *srq,
+				   const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p)
 {
 	struct ofx_ia *ia = ofx_ia_lookup(ia_handle);
 	struct ofx_pz *pz = ofx_pz_from_handle(pz_handle);
@@ -270,14 +286,17 @@ DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 		return ofx_invalid_handle(OFX_OBJ_IA);
 	if (!pz)
 		return ofx_invalid_handle(OFX_OBJ_PZ);
-	if (ep_evd_arg(recv_evd_h, DAT_EVD_DTO_FLAG, &recv_evd))
+	if (ep_evd_arg(recv_evd_h, DAT_EVD_DTO_FLAG, &recv_evd) || (srq && !recv_evd))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV);
 	if (ep_evd_arg(req_evd_h, DAT_EVD_DTO_FLAG, &req_evd))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
 	if (ep_evd_arg(conn_evd_h, DAT_EVD_CONNECTION_FLAG, &conn_evd))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
+	/* srq_ep_pz_difference_supported is FALSE */
+	if (srq && srq->pz != pz)
+		return OFX_INVALID_ARG(2);
 	if (!ep_p)
-		return OFX_INVALID_ARG(7);
+		return srq ? OFX_INVALID_ARG(8) : OFX_INVALID_ARG(7);
 
 	ep = calloc(1, sizeof(*ep));
 	if (!ep)
@@ -288,10 +307,14 @@ DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 		ep_default_attr(ia, &ep->attr);
 	/* the named-attr arrays belong to the consumer: never keep them */
 	if (ep_parse_p2p_attr(&ep->attr, &ep->p2p_attr) ||
-	    ep_check_attr(ia, &ep->attr, recv_evd, req_evd, false)) {
+	    ep_check_attr(ia, &ep->attr, recv_evd, req_evd, srq != NULL) ||
+	    (srq && ep->p2p_attr == OFX_ON)) {
 		free(ep);
-		return OFX_INVALID_ARG(6);
+		return srq ? OFX_INVALID_ARG(7) : OFX_INVALID_ARG(6);
 	}
+	if (srq)
+		ep->p2p_attr = OFX_OFF;
+	ep->srq = srq;
 	ep->attr.ep_provider_specific_count = 0;
 	ep->attr.ep_provider_specific = NULL;
 	ep->attr.ep_transport_specific_count = 0;
@@ -313,12 +336,20 @@ DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 	if (ret)
 		goto err_rings;
 	ep->rtr_cookie.ep = ep;
+	if (srq) {
+		ret = ofx_srq_ep_add(srq, ep);
+		if (ret)
+			goto err_destroy_qp;
+	}
 
 	ep_take_refs(ep);
 	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
 	*ep_p = ep;
 	return DAT_SUCCESS;
 
+err_destroy_qp:
+	if (ofx_verbs->destroy_qp(ep->qp))
+		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
 err_rings:
 	free(ep->recv_sges);
 	ofx_cookie_ring_fini(&ep->recv_ring);
@@ -326,7 +357,30 @@ err_rings:
 err_free:
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
+	if (ret == -ESHUTDOWN)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_SHUTDOWN);
 	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
+			 DAT_EVD_HANDLE recv_evd_h, DAT_EVD_HANDLE req_evd_h,
+			 DAT_EVD_HANDLE conn_evd_h, const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p)
+{
+	return ep_create_common(ia_handle, pz_handle, recv_evd_h, req_evd_h, conn_evd_h, NULL,
+				attr, ep_p);
+}
+
+DAT_RETURN ofx_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
+				  DAT_EVD_HANDLE recv_evd_h, DAT_EVD_HANDLE req_evd_h,
+				  DAT_EVD_HANDLE conn_evd_h, DAT_SRQ_HANDLE srq_h,
+				  const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p)
+{
+	struct ofx_srq *srq = ofx_srq_from_handle(srq_h);
+
+	if (!srq)
+		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	return ep_create_common(ia_handle, pz_handle, recv_evd_h, req_evd_h, conn_evd_h, srq,
+				attr, ep_p);
 }
 
 DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM *param)
@@ -384,7 +438,7 @@ DAT_RETURN ofx_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 	 */
 	if (mask & ~DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR)
 		return OFX_DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-	if (ep_parse_p2p_attr(&param->ep_attr, &p2p))
+	if (ep_parse_p2p_attr(&param->ep_attr, &p2p) || (ep->srq && p2p == OFX_ON))
 		return OFX_INVALID_ARG(3);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state != OFX_EP_UNCONNECTED) {
@@ -798,6 +852,8 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 		ofx_dbg("ep %p reset refused in state %s", (void *)ep, ofx_ep_state_str(state));
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
+	if (ep->srq)
+		ofx_srq_ep_reset(ep);
 	ofx_cm_release(ep);
 	/* release drops the lock: only proceed if nobody reconnected meanwhile */
 	if (ep->state == OFX_EP_UNCONNECTED || ep->state == OFX_EP_DISCONNECTED) {
@@ -813,98 +869,139 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
 
-/* Posts a drain marker behind all work on one queue; false if none is needed. */
-static bool ep_post_drain(struct ofx_ep *ep, bool sq)
+/* Waits until no drain of `evd` is still calling ofx_ep_dto_notify(). */
+static void ep_wait_notify(struct ofx_evd *evd)
 {
-	struct ofx_cookie *ck = sq ? &ep->sq_drain_cookie : &ep->rq_drain_cookie;
-	struct ofx_evd *evd = sq ? ep->req_evd : ep->recv_evd;
-	int ret;
-
-	ck->ep = ep;
-	ck->op = sq ? OFX_OP_DRAIN_SQ : OFX_OP_DRAIN_RQ;
-	ck->flags = OFX_COOKIE_F_INTERNAL;
-	if (!evd || !evd->cq)
-		return false;
-	if (sq) {
-		struct ibv_send_wr wr = { .wr_id = (uintptr_t)ck, .opcode = IBV_WR_SEND,
-					  .send_flags = IBV_SEND_SIGNALED }, *bad;
-
-		ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
-	} else {
-		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)ck }, *bad;
-
-		ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
-	}
-	/* a QP that never left RESET holds no work and takes no marker */
-	return ret == 0;
+	if (!evd)
+		return;
+	/* taking the lock orders us after any drain that saw the EP alive */
+	pthread_mutex_lock(&evd->lock);
+	pthread_mutex_unlock(&evd->lock);
+	while (atomic_load(&evd->notify_inflight))
+		sched_yield();
 }
 
 /*
- * Makes sure no CQE in a shared CQ still points into this EP before its
- * memory goes: the QP is moved to ERR, a signaled marker is posted behind
- * everything on each queue, and the CQs are polled (into their EVDs, this
- * EP's completions dropped) until both markers are seen.  Bounded: if a
- * device never flushes, the EP's memory is kept rather than freed.
+ * Makes sure no completion can refer to this EP once its memory is gone.
+ * Destroying the QP guarantees that the device writes no further CQE for
+ * it; the CQEs already in the shared CQs are then polled into their EVDs
+ * (`dying` makes conversion drop this EP's ones).  This needs no flush
+ * completions, which not every device delivers for a receive queue (rxe in
+ * Linux 6.1 does not).  Returns false if a CQ could not be emptied because
+ * its EVD is full: the caller then keeps the memory (see ep_teardown).
  */
-static bool ep_drain(struct ofx_ep *ep)
+static bool ep_purge_completions(struct ofx_ep *ep)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-	uint64_t deadline = ofx_now_ns() + 2000ull * 1000 * 1000;
-	bool wait_sq, wait_rq;
+	struct ofx_evd *evds[2] = { ep->recv_evd, ep->req_evd };
+	bool clean = true;
 
 	atomic_store(&ep->dying, true);
-	atomic_store(&ep->sq_drained, false);
-	atomic_store(&ep->rq_drained, false);
+	if (ofx_verbs->destroy_qp(ep->qp))
+		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep->qp = NULL;
+	for (int i = 0; i < 2; i++) {
+		struct ofx_evd *evd = evds[i];
+
+		if (!evd || !evd->cq || (i == 1 && evd == evds[0]))
+			continue;
+		ofx_evd_drain_cq(evd);
+		pthread_mutex_lock(&evd->lock);
+		if (evd->count >= evd->qlen)
+			clean = false; /* full: CQEs may remain behind it */
+		pthread_mutex_unlock(&evd->lock);
+		ep_wait_notify(evd);
+	}
+	return clean;
+}
+
+/*
+ * An SRQ EP's QP may hold a receive it took from the SRQ.  Once the QP is in
+ * error the device says it is done with IBV_EVENT_QP_LAST_WQE_REACHED; some
+ * (rxe in Linux 6.1) never send it, so the wait is bounded by
+ * cfg.lastwqe_timeout_ms and skipped when no progress thread can deliver
+ * the event.  Memory safety does not depend on it: SRQ cookies belong to the
+ * SRQ, and completions of an EP that is gone are dropped (srq.h).
+ */
+static void ep_srq_quiesce(struct ofx_ep *ep)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ofx_ia *ia = ep->obj.ia;
+	uint64_t deadline;
+
+	if (!ia->progress || !ofx_srq_ep_lastwqe_pending(ep))
+		return;
 	if (ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE))
 		ofx_dbg("qp 0x%x to error for teardown: %m", ep->qp->qp_num);
-	wait_sq = ep_post_drain(ep, true);
-	wait_rq = atomic_load(&ep->recv_live) && ep_post_drain(ep, false);
-	while ((wait_sq && !atomic_load(&ep->sq_drained)) ||
-	       (wait_rq && !atomic_load(&ep->rq_drained))) {
+	deadline = ofx_now_ns() + ia->cfg.lastwqe_timeout_ms * 1000000ull;
+	while (ofx_srq_ep_lastwqe_pending(ep)) {
 		struct timespec ts = { 0, 200 * 1000 };
 
 		if (ofx_now_ns() > deadline) {
-			ofx_warn("qp 0x%x: no flush completions after 2 s; keeping its memory",
-				 ep->qp->qp_num);
-			return false;
+			ofx_dbg("qp 0x%x: no last-wqe event within %u ms", ep->qp->qp_num,
+				ia->cfg.lastwqe_timeout_ms);
+			return;
 		}
-		if (wait_sq)
-			ofx_evd_drain_cq(ep->req_evd);
-		if (wait_rq)
-			ofx_evd_drain_cq(ep->recv_evd);
 		nanosleep(&ts, NULL);
 	}
-	return true;
+}
+
+static void ep_free_mem(struct ofx_ep *ep)
+{
+	free(ep->recv_sges);
+	ofx_cookie_ring_fini(&ep->recv_ring);
+	ofx_cookie_ring_fini(&ep->send_ring);
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
 }
 
 static void ep_teardown(struct ofx_ep *ep)
 {
-	bool drained;
+	struct ofx_ia *ia = ep->obj.ia;
+	bool clean;
 
 	ofx_csp_detach(ep);
-
 	pthread_mutex_lock(&ep->lock);
 	if (ep->cm_id && (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT ||
 			  ep->state == OFX_EP_COMPLETION_PENDING ||
 			  ep->state == OFX_EP_DISCONNECT_PENDING))
 		ofx_verbs->disconnect(ep->cm_id);
 	ep->state = OFX_EP_DISCONNECTED;
+	if (ep->srq) {
+		/* no LAST_WQE async event may name an EP being freed (srq.c) */
+		atomic_store(&ep->dying, true);
+		ofx_progress_timer_cancel(ia->progress, &ep->lastwqe_timer);
+	}
 	ofx_cm_release(ep);
 	pthread_mutex_unlock(&ep->lock);
 
-	drained = ep_drain(ep);
-	if (ofx_verbs->destroy_qp(ep->qp))
-		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
-	ep->qp = NULL;
+	if (ep->srq)
+		ep_srq_quiesce(ep);
+	clean = ep_purge_completions(ep);
+	/* the SRQ forgets the EP only after its last CQE was polled (or dropped) */
+	if (ep->srq)
+		ofx_srq_ep_remove(ep->srq, ep);
+	if (!clean) {
+		/*
+		 * A full EVD still holds CQEs that may name this EP: keep its
+		 * memory until the IA closes (its CQs are destroyed first).
+		 */
+		ofx_warn("ep %p freed while its evd is full; memory kept until ia_close",
+			 (void *)ep);
+		ep_drop_refs(ep);
+		ofx_obj_fini(&ep->obj);
+		pthread_mutex_lock(&ia->obj_lock);
+		ofx_list_add_tail(&ia->zombies, &ep->obj.ia_link);
+		pthread_mutex_unlock(&ia->obj_lock);
+		return;
+	}
 	ep_drop_refs(ep);
 	ofx_obj_fini(&ep->obj);
-	if (!drained)
-		return; /* stale CQEs may still name its cookies */
-	free(ep->recv_sges);
-	ofx_cookie_ring_fini(&ep->recv_ring);
-	ofx_cookie_ring_fini(&ep->send_ring);
-	pthread_mutex_destroy(&ep->lock);
-	free(ep);
+	ep_free_mem(ep);
+}
+
+void ofx_ep_free_zombie(struct ofx_obj *obj)
+{
+	ep_free_mem(container_of(obj, struct ofx_ep, obj));
 }
 
 DAT_RETURN ofx_ep_free(DAT_EP_HANDLE ep_handle)
@@ -932,6 +1029,8 @@ void ofx_ep_destroy(struct ofx_ep *ep)
 /* Posts the connection event `num` with the EP's saved private data. */
 void ofx_ep_post_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num, bool with_pdata)
 {
+	if (ep->srq)
+		ofx_srq_ep_conn_event(ep, num);
 	if (!ep->conn_evd) {
 		ofx_warn("ep %p has no connection evd for event 0x%x", (void *)ep, num);
 		return;

@@ -59,7 +59,10 @@ struct ofx_ep {
 
 	struct ofx_pz *pz;
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
-	struct ofx_srq *srq;
+	struct ofx_srq *srq;		/* receives come from it (srq.h); fixed at create */
+	/* SRQ EP: LAST_WQE_REACHED tracking (srq.c); written under lock */
+	_Atomic int lastwqe;		/* enum ofx_srq_lastwqe */
+	struct ofx_timer lastwqe_timer;	/* bounded wait for the event */
 
 	struct ibv_qp *qp;		/* created with the EP; not bound to cm_id */
 	struct rdma_cm_id *cm_id;	/* the connection's id, NULL when idle */
@@ -104,12 +107,9 @@ struct ofx_ep {
 
 	/*
 	 * Teardown: once `dying` is set the EP's completions are retired but
-	 * not reported, and the drain markers posted behind all other work
-	 * tell when no CQE can refer to this EP any more.
+	 * not reported (see ep_purge_completions in ep.c).
 	 */
 	_Atomic bool dying;
-	_Atomic bool sq_drained, rq_drained;
-	struct ofx_cookie sq_drain_cookie, rq_drain_cookie;
 
 	/* DAT 2.0 common connect (csp.c); csp and csp_link guarded by csp->lock */
 	struct ofx_sp *csp;		/* local CSP while in ep_common_connect */
@@ -157,6 +157,8 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep);
 
 /* ia_close cleanup: abrupt teardown regardless of state. */
 void ofx_ep_destroy(struct ofx_ep *ep);
+/* ia_close, after every CQ is gone: frees an EP kept on ia->zombies. */
+void ofx_ep_free_zombie(struct ofx_obj *obj);
 
 /*
  * Follow-up of a completion that ofx_dto_convert() flagged: RTR arrival on a

@@ -2,6 +2,7 @@
 #include "evd.h"
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EVD
+#include "cno.h"
 #include "dto.h"
 #include "ep.h"
 #include "ia.h"
@@ -28,8 +29,10 @@
  *    harmless and every wakeup re-checks the ring under the lock.
  *  - Producers write wake_fd only while a waiter is inside evd_wait; both
  *    sides decide under evd->lock, so a wakeup cannot be lost.
- *  - CNO triggering is implemented in cno.c; this file only keeps the
- *    pointer the consumer attached.
+ *  - An event queued on an enabled EVD that nobody waits on directly
+ *    triggers the attached CNO (cno.c).  A CNO-attached EVD with a CQ has
+ *    its completion channel watched by the IA's progress engine while
+ *    attached, which drains the CQ into the ring and then triggers.
  *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize, since
  *    ibv_resize_cq is not part of the verbs seam.  A ring smaller than the
  *    CQ is harmless: completions that do not fit stay in the CQ.
@@ -66,18 +69,88 @@ static void evd_pop_locked(struct ofx_evd *evd, DAT_EVENT *event)
 	evd->count--;
 }
 
-static struct ofx_cno *evd_cno_lookup(DAT_CNO_HANDLE h, int *ret_p)
+/*
+ * After an event was queued (evd->lock held): wakes a thread inside
+ * evd_wait, or else triggers the CNO of an enabled EVD.  A proxy agent
+ * call is left in *call for after the unlock.
+ */
+static void evd_notify_locked(struct ofx_evd *evd, struct ofx_cno_agent_call *call)
 {
-	struct ofx_obj *obj;
+	memset(call, 0, sizeof(*call));
+	if (!evd->count)
+		return;
+	if (evd->waiter)
+		evd_wake_locked(evd);
+	else if (evd->cno && evd->enabled)
+		ofx_cno_trigger_evd(evd->cno, evd, call);
+}
+
+/* A CNO handle of the same IA, or NULL for DAT_HANDLE_NULL; *ret_p = -EBADF if bad. */
+static struct ofx_cno *evd_cno_lookup(DAT_CNO_HANDLE h, struct ofx_ia *ia, int *ret_p)
+{
+	struct ofx_cno *cno;
 
 	*ret_p = 0;
 	if (h == DAT_HANDLE_NULL)
 		return NULL;
-	obj = ofx_obj_from_handle(h, OFX_OBJ_CNO);
-	if (!obj)
+	cno = ofx_cno_from_handle(h);
+	if (!cno || cno->obj.ia != ia)
 		*ret_p = -EBADF;
-	/* struct ofx_cno starts with its struct ofx_obj (style rule 2) */
-	return (struct ofx_cno *)obj;
+	return cno;
+}
+
+static void evd_cno_channel_ready(void *arg);
+
+/* Detaches the CNO, if any; returns once the progress engine no longer watches. */
+static void evd_detach_cno(struct ofx_evd *evd)
+{
+	struct ofx_cno *cno;
+	int ret;
+
+	pthread_mutex_lock(&evd->lock);
+	cno = evd->cno;
+	evd->cno = NULL;
+	pthread_mutex_unlock(&evd->lock);
+	if (!cno)
+		return;
+	if (evd->cq && evd->obj.ia) {
+		ret = ofx_progress_del_fd(evd->obj.ia->progress, evd->channel->fd);
+		if (ret)
+			ofx_warn("evd %p: stop watching channel fd %d: %s", (void *)evd,
+				 evd->channel->fd, strerror(-ret));
+	}
+	ofx_cno_detach(cno, evd);
+	ofx_dbg("evd %p: detached from cno %p", (void *)evd, (void *)cno);
+}
+
+/* Attaches `cno` (NULL: nothing to do); a CQ's channel is watched from now on. */
+static int evd_attach_cno(struct ofx_evd *evd, struct ofx_cno *cno)
+{
+	int ret;
+
+	if (!cno)
+		return 0;
+	ofx_cno_attach(cno);
+	pthread_mutex_lock(&evd->lock);
+	evd->cno = cno;
+	pthread_mutex_unlock(&evd->lock);
+	if (evd->cq) {
+		ret = ofx_progress_add_fd(evd->obj.ia->progress, evd->channel->fd,
+					  evd_cno_channel_ready, evd);
+		if (ret) {
+			ofx_err("evd %p: watch channel fd %d for cno %p: %s", (void *)evd,
+				evd->channel->fd, (void *)cno, strerror(-ret));
+			pthread_mutex_lock(&evd->lock);
+			evd->cno = NULL;
+			pthread_mutex_unlock(&evd->lock);
+			ofx_cno_detach(cno, evd);
+			return ret;
+		}
+		/* arms the CQ; completions already there trigger at once */
+		evd_cno_channel_ready(evd);
+	}
+	ofx_dbg("evd %p: attached to cno %p", (void *)evd, (void *)cno);
+	return 0;
 }
 
 static int evd_set_nonblock(int fd)
@@ -171,6 +244,7 @@ void ofx_evd_destroy(struct ofx_evd *evd)
 	if (!evd)
 		return;
 	ofx_dbg("evd %p: destroy (%d events pending)", (void *)evd, evd->count);
+	evd_detach_cno(evd);
 	/*
 	 * Completion events are acknowledged right after ibv_get_cq_event
 	 * (evd_consume_channel), so none is outstanding here and
@@ -200,7 +274,7 @@ DAT_RETURN ofx_evd_create(DAT_IA_HANDLE ia_h, DAT_COUNT qlen, DAT_CNO_HANDLE cno
 		return ofx_invalid_handle(OFX_OBJ_IA);
 	if (qlen <= 0 || qlen > ia->dev_attr.max_cqe)
 		return OFX_INVALID_ARG(2);
-	cno = evd_cno_lookup(cno_h, &ret);
+	cno = evd_cno_lookup(cno_h, ia, &ret);
 	if (ret)
 		return ofx_invalid_handle(OFX_OBJ_CNO);
 	/* The async EVD is made only by ia_open (ofx_evd_create_internal). */
@@ -212,7 +286,11 @@ DAT_RETURN ofx_evd_create(DAT_IA_HANDLE ia_h, DAT_COUNT qlen, DAT_CNO_HANDLE cno
 	ret = ofx_evd_create_internal(ia, qlen, flags, &evd);
 	if (ret)
 		return ofx_dat_status(ret, OFX_OBJ_EVD);
-	evd->cno = cno;
+	ret = evd_attach_cno(evd, cno);
+	if (ret) {
+		ofx_evd_destroy(evd);
+		return ofx_dat_status(ret, OFX_OBJ_EVD);
+	}
 	*evd_p = evd;
 	return DAT_SUCCESS;
 }
@@ -251,13 +329,12 @@ DAT_RETURN ofx_evd_modify_cno(DAT_EVD_HANDLE h, DAT_CNO_HANDLE cno_h)
 
 	if (!evd)
 		return ofx_invalid_handle(OFX_OBJ_EVD);
-	cno = evd_cno_lookup(cno_h, &ret);
+	cno = evd_cno_lookup(cno_h, evd->obj.ia, &ret);
 	if (ret)
 		return ofx_invalid_handle(OFX_OBJ_CNO);
-	pthread_mutex_lock(&evd->lock);
-	evd->cno = cno;
-	pthread_mutex_unlock(&evd->lock);
-	return DAT_SUCCESS;
+	evd_detach_cno(evd);
+	ret = evd_attach_cno(evd, cno);
+	return ofx_dat_status(ret, OFX_OBJ_EVD);
 }
 
 static DAT_RETURN evd_set_enabled(DAT_EVD_HANDLE h, bool enabled)
@@ -310,6 +387,7 @@ DAT_RETURN ofx_evd_clear_unwaitable(DAT_EVD_HANDLE h)
 int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 {
 	struct ofx_ia *ia = evd->obj.ia;
+	struct ofx_cno_agent_call call;
 	DAT_EVENT *slot;
 
 	pthread_mutex_lock(&evd->lock);
@@ -333,8 +411,9 @@ int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 	*slot = *ev;
 	slot->evd_handle = (DAT_EVD_HANDLE)evd;
 	evd->count++;
-	evd_wake_locked(evd);
+	evd_notify_locked(evd, &call);
 	pthread_mutex_unlock(&evd->lock);
+	ofx_cno_agent_run(&call);
 	return 0;
 }
 
@@ -453,9 +532,14 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 		 * its own drain or is woken by the completion channel.
 		 */
 		ret = evd_drain_locked(evd, wc, notify, &nnotify, &more);
+		/* announced under the lock: ep teardown waits for it to drop */
+		if (nnotify)
+			atomic_fetch_add(&evd->notify_inflight, 1);
 		pthread_mutex_unlock(&evd->lock);
 		for (i = 0; i < nnotify; i++)
 			ofx_ep_dto_notify(notify[i].ep, notify[i].wc);
+		if (nnotify)
+			atomic_fetch_sub(&evd->notify_inflight, 1);
 		if (ret < 0)
 			return ret;
 		total += ret;
@@ -476,6 +560,28 @@ static void evd_consume_channel(struct ofx_evd *evd)
 		ofx_warn("evd %p: ibv_get_cq_event: %m", (void *)evd);
 	if (n)
 		ofx_verbs->ack_cq_events(evd->cq, n);
+}
+
+/*
+ * Progress-engine handler of a CNO-attached EVD's completion channel (and
+ * called once at attach): acknowledges the notification, re-arms the CQ,
+ * drains it into the ring, then wakes a direct waiter or triggers the CNO.
+ * Arming before draining means no completion is left unnotified.
+ */
+static void evd_cno_channel_ready(void *arg)
+{
+	struct ofx_evd *evd = arg;
+	struct ofx_cno_agent_call call;
+
+	evd_consume_channel(evd);
+	if (ofx_verbs->req_notify_cq(evd->cq, 0))
+		ofx_warn("evd %p: ibv_req_notify_cq failed", (void *)evd);
+	if (ofx_evd_drain_cq(evd) < 0)
+		return;
+	pthread_mutex_lock(&evd->lock);
+	evd_notify_locked(evd, &call);
+	pthread_mutex_unlock(&evd->lock);
+	ofx_cno_agent_run(&call);
 }
 
 static void evd_consume_wake(struct ofx_evd *evd)

@@ -21,7 +21,12 @@ struct ofx_cno;
  * the eventfd after queueing, so any stream merging works, DTO with
  * CONNECTION included.
  *
- * `lock` is a leaf lock: nothing else is taken while it is held.
+ * An EVD attached to a CNO triggers it when an event is queued while the
+ * EVD is enabled and nobody waits on it directly; for a CQ-backed EVD the
+ * IA's progress engine watches the completion channel while attached.
+ *
+ * `lock` is a leaf lock except for the attached CNO's lock, which is taken
+ * under it to trigger (cno.h); nothing else is taken while it is held.
  */
 struct ofx_evd {
 	struct ofx_obj obj;
@@ -42,7 +47,10 @@ struct ofx_evd {
 	struct ibv_cq *cq;
 	int cq_depth;
 
-	struct ofx_cno *cno;
+	/* drains that are calling ofx_ep_dto_notify() outside the lock */
+	atomic_int notify_inflight;
+
+	struct ofx_cno *cno;	/* guarded by lock; see evd_attach_cno() */
 	atomic_int refs;	/* EPs, SPs, SRQs that reference this EVD */
 };
 OFX_DEFINE_FROM_HANDLE(evd, EVD)

@@ -3,6 +3,7 @@
 #include "ia.h"
 
 #include "cm.h"
+#include "cno.h"
 #include "cr.h"
 #include "ep.h"
 #include "evd.h"
@@ -11,7 +12,9 @@
 #include "progress.h"
 #include "provider.h"
 #include "pz.h"
+#include "rmr.h"
 #include "sp.h"
+#include "srq.h"
 #include "status.h"
 #include "verbs.h"
 
@@ -198,6 +201,28 @@ static struct ofx_ep *ofx_ia_qp_ep(struct ibv_qp *qp)
 	return ep;
 }
 
+/* The SRQ behind an SRQ's context, or NULL if the SRQ is not one of ours. */
+static struct ofx_srq *ofx_ia_srq(struct ibv_srq *vsrq)
+{
+	struct ofx_list *pos, *tmp;
+	struct ofx_obj *obj = vsrq->srq_context;
+	struct ofx_srq *srq = NULL;
+
+	if (!obj)
+		return NULL;
+	pthread_mutex_lock(&ofx_ias_lock);
+	ofx_list_for_each_safe(pos, tmp, &ofx_ias) {
+		struct ofx_ia *ia = &container_of(pos, struct ofx_ia_priv, all_link)->ia;
+
+		if (obj->ia == ia && obj->type == OFX_OBJ_SRQ) {
+			srq = container_of(obj, struct ofx_srq, obj);
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ofx_ias_lock);
+	return srq;
+}
+
 /*
  * Contract 3.2 "Async".  The context pointers are ours when the object is:
  * qp_context is the struct ofx_ep, cq_context the struct ofx_evd,
@@ -208,15 +233,18 @@ static struct ofx_ep *ofx_ia_qp_ep(struct ibv_qp *qp)
 static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 {
 	const char *what = ibv_event_type_str(ev->event_type);
+	struct ofx_srq *srq;
 	struct ofx_ep *ep;
 
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		ep = ofx_ia_qp_ep(ev->element.qp);
 		if (ep && ep->srq) {
-			/* Normal on an SRQ EP whose QP went to error: not a failure. */
-			ofx_dbg("device %s: %s on qp 0x%x (srq ep %p) ignored", ofx_ia_dev_name(ia),
-				what, ev->element.qp->qp_num, (void *)ep);
+			/*
+			 * Normal on an SRQ EP whose QP went to error: srq.c
+			 * reports it once per connection, as stock does.
+			 */
+			ofx_srq_ep_last_wqe(ep);
 			break;
 		}
 		/* fall through */
@@ -258,9 +286,13 @@ static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 				(void *)ev->element.srq);
 		break;
 	case IBV_EVENT_SRQ_LIMIT_REACHED:
-		/* No SRQ limit is ever armed until srq_set_lw exists. */
-		ofx_dbg("device %s: %s on srq %p", ofx_ia_dev_name(ia), what,
-			(void *)ev->element.srq);
+		/* the low watermark armed by dat_srq_set_lw (srq.h) */
+		srq = ofx_ia_srq(ev->element.srq);
+		if (srq)
+			ofx_srq_limit_reached(srq);
+		else
+			ofx_dbg("device %s: %s on foreign srq %p", ofx_ia_dev_name(ia), what,
+				(void *)ev->element.srq);
 		break;
 	case IBV_EVENT_DEVICE_FATAL:
 		ofx_err("device %s: %s", ofx_ia_dev_name(ia), what);
@@ -600,6 +632,7 @@ DAT_RETURN ofx_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HA
 	ofx_obj_init(&ia->obj, OFX_OBJ_IA, ia);
 	pthread_mutex_init(&ia->obj_lock, NULL);
 	ofx_list_init(&ia->objects);
+	ofx_list_init(&ia->zombies);
 	pthread_mutex_init(&priv->attr_lock, NULL);
 	ofx_list_init(&priv->all_link);
 
@@ -741,8 +774,17 @@ static void ofx_ia_destroy_obj(struct ofx_obj *obj)
 	case OFX_OBJ_PZ:
 		ofx_pz_destroy(container_of(obj, struct ofx_pz, obj));
 		break;
+	case OFX_OBJ_RMR:
+		ofx_rmr_destroy(container_of(obj, struct ofx_rmr, obj));
+		break;
+	case OFX_OBJ_CNO:
+		ofx_cno_destroy(container_of(obj, struct ofx_cno, obj));
+		break;
+	case OFX_OBJ_SRQ:
+		ofx_srq_destroy(container_of(obj, struct ofx_srq, obj));
+		break;
 	default:
-		/* No destructor yet (SRQ, RMR, CNO): forget it, leaking its memory. */
+		/* No destructor: forget it, leaking its memory. */
 		ofx_warn("ia %s: cannot destroy leftover %s %p", obj->ia->prov->name,
 			 ofx_obj_type_str(obj->type), (void *)obj);
 		ofx_ia_unlink(obj->ia, obj);
@@ -754,11 +796,22 @@ static void ofx_ia_destroy_obj(struct ofx_obj *obj)
  * Destroys every leftover object, dependents before what they depend on.
  * The progress thread is already stopped, so no handler races with this.
  */
+/* EPs freed while their EVD was full: every CQ is gone now, so is the risk. */
+static void ofx_ia_free_zombies(struct ofx_ia *ia)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, &ia->zombies) {
+		ofx_list_del(pos);
+		ofx_ep_free_zombie(container_of(pos, struct ofx_obj, ia_link));
+	}
+}
+
 static void ofx_ia_destroy_leftovers(struct ofx_ia *ia)
 {
 	static const enum ofx_obj_type order[] = {
 		OFX_OBJ_EP, OFX_OBJ_CR, OFX_OBJ_PSP, OFX_OBJ_RSP, OFX_OBJ_CSP, OFX_OBJ_SRQ,
-		OFX_OBJ_RMR, OFX_OBJ_CNO, OFX_OBJ_LMR, OFX_OBJ_EVD, OFX_OBJ_PZ,
+		OFX_OBJ_RMR, OFX_OBJ_LMR, OFX_OBJ_EVD, OFX_OBJ_CNO, OFX_OBJ_PZ,
 	};
 	struct ofx_obj *obj, *prev;
 	size_t i;
@@ -830,7 +883,10 @@ DAT_RETURN ofx_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 	ofx_progress_stop(ia->progress);
 	ia->progress = NULL;
 
+	/* the async EVD outlives the leftovers, so it lets go of a CNO first */
+	ofx_evd_modify_cno((DAT_EVD_HANDLE)ia->async_evd, DAT_HANDLE_NULL);
 	ofx_ia_destroy_leftovers(ia);
+	ofx_ia_free_zombies(ia);
 
 	if (ia->cfg.stats)
 		ofx_ia_log_stats(ia);
@@ -894,7 +950,7 @@ static void ofx_ia_fill_ia_attr(struct ofx_ia *ia, const struct ibv_port_attr *p
 	OFX_SET(m, DAT_IA_FIELD_IA_MAX_PZS, a->max_pzs, d->max_pd);
 	OFX_SET(m, DAT_IA_FIELD_IA_MAX_MESSAGE_SIZE, a->max_message_size, port->max_msg_sz);
 	OFX_SET(m, DAT_IA_FIELD_IA_MAX_RDMA_SIZE, a->max_rdma_size, port->max_msg_sz);
-	OFX_SET(m, DAT_IA_FIELD_IA_MAX_RMRS, a->max_rmrs, d->max_mw);
+	OFX_SET(m, DAT_IA_FIELD_IA_MAX_RMRS, a->max_rmrs, ofx_rmr_type(ia) ? d->max_mw : 0);
 	OFX_SET(m, DAT_IA_FIELD_IA_MAX_RMR_TARGET_ADDRESS, a->max_rmr_target_address,
 		(DAT_VADDR)UINTPTR_MAX);
 	OFX_SET(m, DAT_IA_FIELD_IA_MAX_SRQS, a->max_srqs, d->max_srq);
@@ -1058,11 +1114,12 @@ static void ofx_ia_fill_provider_attr(struct ofx_ia *ia, const struct ibv_port_a
 		memcpy((void *)a->evd_stream_merging_supported, merge, sizeof(merge));
 	}
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_SUPPORTED, a->srq_supported, DAT_TRUE);
+	/* dat_srq_set_lw works; dat_ep_set_watermark does not (srq.h) */
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_WATERMARKS_SUPPORTED, a->srq_watermarks_supported,
-		DAT_FALSE);
+		DAT_TRUE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_EP_PZ_DIFFERENCE_SUPPORTED,
 		a->srq_ep_pz_difference_supported, DAT_FALSE);
-	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_INFO_SUPPORTED, a->srq_info_supported, DAT_FALSE);
+	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_INFO_SUPPORTED, a->srq_info_supported, DAT_TRUE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_EP_RECV_INFO_SUPPORTED, a->ep_recv_info_supported,
 		DAT_FALSE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_LMR_SYNC_REQ, a->lmr_sync_req, DAT_FALSE);
@@ -1074,7 +1131,7 @@ static void ofx_ia_fill_provider_attr(struct ofx_ia *ia, const struct ibv_port_a
 	OFX_SET(m, DAT_PROVIDER_FIELD_RDMA_READ_LMR_RMR_CONTEXT_EXPOSURE,
 		a->rdma_read_lmr_rmr_context_exposure, DAT_FALSE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_RMR_SCOPE_SUPPORTED, a->rmr_scope_supported,
-		DAT_RMR_SCOPE_EP);
+		ofx_rmr_scope(ia));
 	OFX_SET(m, DAT_PROVIDER_FIELD_IS_SIGNAL_SAFE, a->is_signal_safe, DAT_FALSE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_HA_SUPPORTED, a->ha_supported, DAT_FALSE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_HA_LB, a->ha_loadbalancing, DAT_HA_LB_NONE);

@@ -48,6 +48,7 @@ struct ofx_ia {
 
 	pthread_mutex_t obj_lock;	/* guards `objects`; taken before any object lock */
 	struct ofx_list objects;	/* every object created on this IA */
+	struct ofx_list zombies;	/* freed EPs whose memory a full CQ may still name */
 
 	struct ofx_ia_stats stats;
 };

@@ -5,6 +5,7 @@
 #include "ia.h"
 #include "log.h"
 #include "pz.h"
+#include "rmr.h"
 #include "status.h"
 #include "verbs.h"
 
@@ -95,7 +96,9 @@ DAT_RETURN ofx_lmr_create(DAT_IA_HANDLE ia_h, DAT_MEM_TYPE type, DAT_REGION_DESC
 		ofx_err("lmr of %zu bytes: out of memory", size);
 		goto err;
 	}
-	lmr->mr = ofx_verbs->reg_mr(pz->pd, addr, size, ofx_lmr_access_flags(priv));
+	/* MW_BIND where the device has windows, so that RMRs can be bound to it */
+	lmr->mr = ofx_verbs->reg_mr(pz->pd, addr, size,
+				    ofx_lmr_access_flags(priv) | ofx_rmr_mr_access(ia));
 	if (!lmr->mr) {
 		ret = errno ? -errno : -ENOMEM;
 		ofx_err("ibv_reg_mr addr %p len %zu priv 0x%x pz %p: %m", addr, size,

@@ -2,6 +2,7 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CORE
 #include "provider.h"
 
+#include "cno.h"
 #include "cr.h"
 #include "csp.h"
 #include "ep.h"
@@ -11,7 +12,9 @@
 #include "log.h"
 #include "lmr.h"
 #include "pz.h"
+#include "rmr.h"
 #include "sp.h"
+#include "srq.h"
 #include "status.h"
 #include "unsupported.h"
 
@@ -96,13 +99,13 @@ const DAT_PROVIDER ofx_provider_template = {
 	.get_handle_type_func = ofx_get_handle_type,
 
 	/* CNO */
-	.cno_create_func = ofx_unsupported_cno_create,
-	.cno_modify_agent_func = ofx_unsupported_cno_modify_agent,
-	.cno_query_func = ofx_unsupported_cno_query,
-	.cno_free_func = ofx_unsupported_cno_free,
-	.cno_wait_func = ofx_unsupported_cno_wait,
-	.cno_fd_create_func = ofx_unsupported_cno_fd_create,
-	.cno_trigger_func = ofx_unsupported_cno_trigger,
+	.cno_create_func = ofx_cno_create,
+	.cno_modify_agent_func = ofx_cno_modify_agent,
+	.cno_query_func = ofx_cno_query,
+	.cno_free_func = ofx_cno_free,
+	.cno_wait_func = ofx_cno_wait,
+	.cno_fd_create_func = ofx_cno_fd_create,
+	.cno_trigger_func = ofx_cno_trigger,
 
 	/* CR */
 	.cr_query_func = ofx_cr_query,
@@ -126,7 +129,7 @@ const DAT_PROVIDER ofx_provider_template = {
 
 	/* EP */
 	.ep_create_func = ofx_ep_create,
-	.ep_create_with_srq_func = ofx_unsupported_ep_create_with_srq,
+	.ep_create_with_srq_func = ofx_ep_create_with_srq,
 	.ep_query_func = ofx_ep_query,
 	.ep_modify_func = ofx_ep_modify,
 	.ep_connect_func = ofx_ep_connect,
@@ -153,11 +156,11 @@ const DAT_PROVIDER ofx_provider_template = {
 	.lmr_sync_rdma_write_func = ofx_lmr_sync_rdma_write,
 
 	/* RMR */
-	.rmr_create_func = ofx_unsupported_rmr_create,
-	.rmr_create_for_ep_func = ofx_unsupported_rmr_create_for_ep,
-	.rmr_query_func = ofx_unsupported_rmr_query,
-	.rmr_bind_func = ofx_unsupported_rmr_bind,
-	.rmr_free_func = ofx_unsupported_rmr_free,
+	.rmr_create_func = ofx_rmr_create,
+	.rmr_create_for_ep_func = ofx_rmr_create_for_ep,
+	.rmr_query_func = ofx_rmr_query,
+	.rmr_bind_func = ofx_rmr_bind,
+	.rmr_free_func = ofx_rmr_free,
 
 	/* PSP, RSP, CSP */
 	.psp_create_func = ofx_psp_create,
@@ -177,12 +180,12 @@ const DAT_PROVIDER ofx_provider_template = {
 	.pz_free_func = ofx_pz_free,
 
 	/* SRQ */
-	.srq_create_func = ofx_unsupported_srq_create,
-	.srq_free_func = ofx_unsupported_srq_free,
-	.srq_post_recv_func = ofx_unsupported_srq_post_recv,
-	.srq_query_func = ofx_unsupported_srq_query,
-	.srq_resize_func = ofx_unsupported_srq_resize,
-	.srq_set_lw_func = ofx_unsupported_srq_set_lw,
+	.srq_create_func = ofx_srq_create,
+	.srq_free_func = ofx_srq_free,
+	.srq_post_recv_func = ofx_srq_post_recv,
+	.srq_query_func = ofx_srq_query,
+	.srq_resize_func = ofx_srq_resize,
+	.srq_set_lw_func = ofx_srq_set_lw,
 
 	/* IB extensions */
 	.handle_extendedop_func = ofx_ext_op,

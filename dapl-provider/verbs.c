@@ -67,6 +67,21 @@ static struct ibv_mr *real_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int
 	return ibv_reg_mr(pd, addr, len, access);
 }
 
+static struct ibv_mw *real_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	return ibv_alloc_mw(pd, type);
+}
+
+static int real_dealloc_mw(struct ibv_mw *mw)
+{
+	return ibv_dealloc_mw(mw);
+}
+
+static int real_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	return ibv_bind_mw(qp, mw, bind);
+}
+
 static int real_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
 {
 	return rdma_reject(id, pdata, len);
@@ -77,6 +92,9 @@ const struct ofx_verbs_ops ofx_verbs_real = {
 	.dealloc_pd = ibv_dealloc_pd,
 	.reg_mr = real_reg_mr,
 	.dereg_mr = ibv_dereg_mr,
+	.alloc_mw = real_alloc_mw,
+	.dealloc_mw = real_dealloc_mw,
+	.bind_mw = real_bind_mw,
 
 	.create_comp_channel = ibv_create_comp_channel,
 	.destroy_comp_channel = ibv_destroy_comp_channel,

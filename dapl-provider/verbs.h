@@ -20,6 +20,10 @@ struct ofx_verbs_ops {
 	int (*dealloc_pd)(struct ibv_pd *pd);
 	struct ibv_mr *(*reg_mr)(struct ibv_pd *pd, void *addr, size_t len, int access);
 	int (*dereg_mr)(struct ibv_mr *mr);
+	/* memory windows (RMRs); bind_mw posts a type 1 bind on the QP's send queue */
+	struct ibv_mw *(*alloc_mw)(struct ibv_pd *pd, enum ibv_mw_type type);
+	int (*dealloc_mw)(struct ibv_mw *mw);
+	int (*bind_mw)(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind);
 
 	/* completion queues */
 	struct ibv_comp_channel *(*create_comp_channel)(struct ibv_context *ctx);

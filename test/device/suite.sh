@@ -111,13 +111,35 @@ if [ -x "$CSP" ]; then
 	csp_all2all csp.desc ofx-rxe all2all-desc 51100
 	csp_all2all csp.stagger.p2p ofx-rxe-p2p all2all-stagger 51200
 	csp_all2all csp.desc.p2p ofx-rxe-p2p all2all-desc 51300
-	vm_bg csp.nocall.r1 60 onb "$CSP" ofx-rxe 1 1 "$A" "$A" 51400 nocall
+	vm_bg csp.nocall.r1 60 ona "$CSP" ofx-rxe 1 1 "$A" "$A" 51400 nocall
 	vm_run csp.nocall.r0 60 ona "$CSP" ofx-rxe 0 1 "$A" "$A" 51400 nocall
 	vm_expect csp.nocall.r0 'ok peer never calls: TIMED_OUT' 'FAIL'
 	vm_join csp.nocall.r1 30
 	vm_run csp.unreach 60 ona "$CSP" ofx-rxe 0 1 "$A" "$B" 51500 unreachable
 	vm_expect csp.unreach 'ok no csp at the address: UNREACHABLE' 'FAIL'
 fi
+
+# 6. IB extensions: stock dtestx (write-immediate, cmp&swap, fetch&add) on ours,
+# and against stock both ways (a dtestx client keeps its own -P); -q = open_query.
+DTX_PASS='IB extension test - immed/atomic test PASSED'
+DTX_FAIL='ERROR:|returned|unexpected|Skipping'
+dtestx_pair() {
+	vm_pair "$1" 150 log:'waiting to snd addr' \
+		"ona dtestx -P $2 -s" "onb dtestx -P $3 -h $A" "$DTX_PASS" "$DTX_FAIL"
+}
+vm_run dtestx.query 60 ona dtestx -P ofx-rxe -q
+vm_expect dtestx.query 'Open_Query: ofx-rxe num_attrs' 'returned'
+dtestx_pair dtestx.ofx ofx-rxe ofx-rxe
+dtestx_pair dtestx.ofx-stock ofx-rxe ofa-v2-rxe
+dtestx_pair dtestx.stock-ofx ofa-v2-rxe ofx-rxe
+
+# 7. shared receive queues: stock dtestsrq on ours (contract 6.6 and 7).  After
+# each DISCONNECTED its teardown waits, with no timeout, for an EP_BROKEN async
+# event per EP (stock's LAST_WQE_REACHED); rxe never raises that, so the
+# provider reports it itself after lastwqe_timeout_ms (see srq.h).
+vm_pair dtestsrq.ofx 120 log:'ready on port' \
+	"ona dtestsrq -P ofx-rxe -s -c 4 -B 2 -t 5" "onb dtestsrq -P ofx-rxe -h $A -c 4 -B 2 -t 5" \
+	'DAPL RC SRQ Test Complete\.' 'Error|ERR'
 
 if [ "$SUITE" = full ]; then
 	dtest_pair dtest.ofx.default ofx-rxe

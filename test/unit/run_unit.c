@@ -20,7 +20,10 @@ static CU_SuiteInfo suites[] = {
 	{ "evd", NULL, NULL, NULL, NULL, ofx_test_evd },
 	{ "progress", NULL, NULL, NULL, NULL, ofx_test_progress },
 	{ "lmr", NULL, NULL, NULL, NULL, ofx_test_lmr },
+	{ "cno", NULL, NULL, NULL, NULL, ofx_test_cno },
+	{ "rmr", NULL, NULL, NULL, NULL, ofx_test_rmr },
 	{ "ext", NULL, NULL, NULL, NULL, ofx_test_ext },
+	{ "srq", NULL, NULL, NULL, NULL, ofx_test_srq },
 	{ "provider", NULL, NULL, NULL, NULL, ofx_test_provider },
 	CU_SUITE_INFO_NULL,
 };

@@ -18,6 +18,9 @@ extern CU_TestInfo ofx_test_provider[];
 extern CU_TestInfo ofx_test_obj[];
 extern CU_TestInfo ofx_test_progress[];
 extern CU_TestInfo ofx_test_lmr[];
+extern CU_TestInfo ofx_test_cno[];
+extern CU_TestInfo ofx_test_rmr[];
 extern CU_TestInfo ofx_test_ext[];
+extern CU_TestInfo ofx_test_srq[];
 
 #endif

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_RMR_H
+#define OFX_RMR_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <pthread.h>
+#include <infiniband/verbs.h>
+#include "obj.h"
+
+struct ofx_ia;
+struct ofx_pz;
+
+/*
+ * A remote memory region: a verbs memory window.  dat_rmr_create makes a
+ * type 1 window (PZ scope: any connection of the PZ may use the context)
+ * when the device has IBV_DEVICE_MEM_WINDOW, else a type 2 one;
+ * dat_rmr_create_for_ep always makes a type 2 window (EP scope: only the QP
+ * it was bound through).  Without memory windows both return
+ * DAT_NOT_IMPLEMENTED and ia_query reports max_rmrs 0.
+ *
+ * dat_rmr_bind posts the bind on the EP's send queue (type 1 through
+ * ibv_bind_mw, type 2 as an IBV_WR_BIND_MW work request, a type 2 unbind
+ * as IBV_WR_LOCAL_INV) and returns the new rmr_context at once; the result
+ * arrives as DAT_RMR_BIND_COMPLETION_EVENT on the EP's request EVD, which
+ * must carry DAT_EVD_RMR_BIND_FLAG.  A bind counts as a post on the EP:
+ * the single-poster rule of the EP's send queue applies (dto.h).
+ *
+ * `lock` guards the fields below it.  rmr_bind holds it across the post;
+ * CQ pollers take it in ofx_rmr_bind_done() with an EVD lock held.  It is a
+ * leaf (nothing is taken under it but the verbs library's own locks).
+ */
+struct ofx_rmr {
+	struct ofx_obj obj;
+	struct ofx_pz *pz;
+	enum ibv_mw_type mw_type;
+
+	pthread_mutex_t lock;
+	struct ibv_mw *mw;		/* NULL once rmr_free deallocated it */
+	int inflight;			/* binds posted, completion not yet seen */
+	bool dead;			/* rmr_free done: the last completion frees */
+	bool rolled_back;		/* a failed bind restored the key (until idle) */
+	bool bound;			/* as of the last bind posted; true after a failure */
+	struct ibv_mr *mr;		/* MR of the last bind posted (named by unbinds) */
+	uint32_t rkey;			/* rmr_context of the last bind posted */
+	DAT_LMR_TRIPLET triplet;	/* region of the last bind posted */
+	DAT_MEM_PRIV_FLAGS priv;
+	DAT_VA_TYPE va_type;
+};
+OFX_DEFINE_FROM_HANDLE(rmr, RMR)
+
+/* The window type dat_rmr_create would use, or 0 without memory windows. */
+enum ibv_mw_type ofx_rmr_type(const struct ofx_ia *ia);
+/* Extra ibv_reg_mr access an LMR needs to take windows (0 without MW support). */
+int ofx_rmr_mr_access(const struct ofx_ia *ia);
+/* provider attr rmr_scope_supported */
+DAT_RMR_SCOPE ofx_rmr_scope(const struct ofx_ia *ia);
+
+DAT_RETURN ofx_rmr_create(DAT_PZ_HANDLE pz, DAT_RMR_HANDLE *rmr_p);
+DAT_RETURN ofx_rmr_create_for_ep(DAT_PZ_HANDLE pz, DAT_RMR_HANDLE *rmr_p);
+DAT_RETURN ofx_rmr_query(DAT_RMR_HANDLE rmr, DAT_RMR_PARAM_MASK mask, DAT_RMR_PARAM *param);
+/*
+ * An lmr of DAT_HANDLE_NULL or a triplet of segment_length 0 unbinds
+ * (*rctx_p then still receives the window's key, which no longer grants
+ * access); unbinding an unbound window posts nothing and its completion
+ * event is queued at once.  Only DAT_COMPLETION_SUPPRESS_FLAG and
+ * DAT_COMPLETION_BARRIER_FENCE_FLAG are accepted as completion flags.
+ */
+DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr, DAT_LMR_HANDLE lmr, const DAT_LMR_TRIPLET *iov,
+			DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep,
+			DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+			DAT_RMR_CONTEXT *rctx_p);
+/*
+ * Deallocates the window at once (remote access through it fails from
+ * then on) whether bound or not; the memory of the object lives until the
+ * completions of binds still in flight have been seen.
+ */
+DAT_RETURN ofx_rmr_free(DAT_RMR_HANDLE rmr);
+
+/* ia_close cleanup. */
+void ofx_rmr_destroy(struct ofx_rmr *rmr);
+
+/*
+ * Completion of a bind posted by rmr_bind (CQ poller, EVD lock held).  On
+ * failure the key is rolled back to `old_rkey` (the device kept it) and
+ * the window counts as possibly bound, so that an unbind is still posted.
+ * May free `rmr`: the caller uses only its handle value afterwards.
+ */
+void ofx_rmr_bind_done(struct ofx_rmr *rmr, bool ok, uint32_t old_rkey);
+
+#endif

@@ -1,0 +1,594 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#define OFX_LOG_SUBSYS OFX_SUBSYS_EP
+#include "srq.h"
+
+#include "ep.h"
+#include "evd.h"
+#include "ia.h"
+#include "log.h"
+#include "progress.h"
+#include "pz.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *srq_dev_name(const struct ofx_srq *srq)
+{
+	const struct ofx_ia *ia = srq->obj.ia;
+
+	return ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)";
+}
+
+static struct ofx_srq_slots *srq_slots_new(uint32_t n, struct ofx_srq *srq)
+{
+	struct ofx_srq_slots *s = calloc(1, sizeof(*s) + (size_t)n * sizeof(s->slot[0]));
+	uint32_t i;
+
+	if (!s)
+		return NULL;
+	s->n = n;
+	for (i = 0; i < n; i++) {
+		s->slot[i].ck.srq = srq;
+		s->slot[i].ck.op = OFX_OP_SRQ_RECV;
+		atomic_init(&s->slot[i].busy, false);
+	}
+	return s;
+}
+
+static void srq_slots_free(struct ofx_srq_slots *s)
+{
+	while (s) {
+		struct ofx_srq_slots *older = s->older;
+
+		free(s);
+		s = older;
+	}
+}
+
+/* Arms the verbs limit at the current watermark; srq->lock held. */
+static int srq_arm_locked(struct ofx_srq *srq)
+{
+	struct ibv_srq_attr attr = { .srq_limit = (uint32_t)srq->low_watermark };
+	int ret = ofx_verbs->modify_srq(srq->srq, &attr, IBV_SRQ_LIMIT);
+
+	if (ret) {
+		ofx_warn("srq %p on %s: arm limit %d: %s", (void *)srq, srq_dev_name(srq),
+			 srq->low_watermark, strerror(ret));
+		return -ret;
+	}
+	atomic_store(&srq->lw_armed, srq->low_watermark > 0);
+	return 0;
+}
+
+/* Posts the low-watermark async event (no lock held). */
+static void srq_post_lw_event(struct ofx_srq *srq)
+{
+	struct ofx_ia *ia = srq->obj.ia;
+	DAT_EVENT ev;
+
+	if (!ia->async_evd)
+		return;
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_ASYNC_ERROR_EP_BROKEN;
+	ev.event_data.asynch_error_event_data.dat_handle = (DAT_HANDLE)&srq->obj;
+	ev.event_data.asynch_error_event_data.reason = DAT_SRQ_LOW_WATERMARK_EVENT;
+	ofx_evd_post(ia->async_evd, &ev);
+}
+
+DAT_RETURN ofx_srq_create(DAT_IA_HANDLE ia_h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR *attr,
+			  DAT_SRQ_HANDLE *srq_p)
+{
+	struct ofx_ia *ia = ofx_ia_lookup(ia_h);
+	struct ofx_pz *pz = ofx_pz_from_handle(pz_h);
+	struct ibv_srq_init_attr_ex init;
+	struct ofx_srq *srq;
+	int ret;
+
+	if (!ia)
+		return ofx_invalid_handle(OFX_OBJ_IA);
+	if (!pz)
+		return ofx_invalid_handle(OFX_OBJ_PZ);
+	if (!attr)
+		return OFX_INVALID_ARG(3);
+	if (!srq_p)
+		return OFX_INVALID_ARG(4);
+	if (!ia->dev_attr.max_srq) {
+		ofx_info("device %s has no shared receive queues",
+			 ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)");
+		return OFX_DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
+	}
+	if (attr->max_recv_dtos <= 0 || attr->max_recv_dtos > ia->dev_attr.max_srq_wr ||
+	    attr->max_recv_iov <= 0 || attr->max_recv_iov > ia->dev_attr.max_srq_sge ||
+	    attr->low_watermark < 0 || attr->low_watermark >= attr->max_recv_dtos) {
+		ofx_err("srq attr: dtos %d (max %d) iov %d (max %d) low watermark %d",
+			attr->max_recv_dtos, ia->dev_attr.max_srq_wr, attr->max_recv_iov,
+			ia->dev_attr.max_srq_sge, attr->low_watermark);
+		return OFX_INVALID_ARG(3);
+	}
+
+	srq = calloc(1, sizeof(*srq));
+	if (!srq) {
+		ret = -ENOMEM;
+		goto err;
+	}
+	srq->obj.ia = ia;
+	srq->pz = pz;
+	srq->state = DAT_SRQ_STATE_OPERATIONAL;
+	srq->max_recv_dtos = attr->max_recv_dtos;
+	srq->max_recv_iov = attr->max_recv_iov;
+	srq->low_watermark = attr->low_watermark;
+	atomic_init(&srq->outstanding, 0);
+	atomic_init(&srq->lw_armed, false);
+	pthread_mutex_init(&srq->lock, NULL);
+
+	srq->slots = srq_slots_new((uint32_t)attr->max_recv_dtos, srq);
+	if (!srq->slots) {
+		ret = -ENOMEM;
+		goto err_free;
+	}
+
+	memset(&init, 0, sizeof(init));
+	init.srq_context = &srq->obj;
+	init.attr.max_wr = (uint32_t)attr->max_recv_dtos;
+	init.attr.max_sge = (uint32_t)attr->max_recv_iov;
+	init.srq_type = IBV_SRQT_BASIC;
+	init.pd = pz->pd;
+	init.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	srq->srq = ofx_verbs->create_srq_ex(ia->verbs, &init);
+	if (!srq->srq) {
+		ret = errno ? -errno : -ENOMEM;
+		ofx_err("create srq on %s (wr %d sge %d): %m",
+			ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)",
+			attr->max_recv_dtos, attr->max_recv_iov);
+		goto err_slots;
+	}
+	srq->verbs_max_wr = init.attr.max_wr;
+	if (srq->low_watermark > 0) {
+		ret = srq_arm_locked(srq); /* not yet visible to anyone: no lock needed */
+		if (ret)
+			goto err_destroy;
+	}
+
+	atomic_fetch_add(&pz->refs, 1);
+	ofx_obj_init(&srq->obj, OFX_OBJ_SRQ, ia);
+	ofx_dbg("srq %p: %s wr %d (verbs %u) sge %d lw %d", (void *)srq, srq_dev_name(srq),
+		srq->max_recv_dtos, srq->verbs_max_wr, srq->max_recv_iov, srq->low_watermark);
+	*srq_p = (DAT_SRQ_HANDLE)&srq->obj;
+	return DAT_SUCCESS;
+
+err_destroy:
+	if (ofx_verbs->destroy_srq(srq->srq))
+		ofx_warn("srq %p: ibv_destroy_srq after a failed create", (void *)srq);
+err_slots:
+	srq_slots_free(srq->slots);
+err_free:
+	pthread_mutex_destroy(&srq->lock);
+	free(srq);
+err:
+	return ofx_dat_status(ret, OFX_OBJ_SRQ);
+}
+
+void ofx_srq_destroy(struct ofx_srq *srq)
+{
+	int ret;
+
+	if (srq->neps)
+		ofx_warn("srq %p: destroyed with %zu eps still attached", (void *)srq, srq->neps);
+	/* ibv_destroy_srq waits until a running async handler has acked its event */
+	ret = ofx_verbs->destroy_srq(srq->srq);
+	if (ret)
+		ofx_warn("srq %p on %s: ibv_destroy_srq: %s", (void *)srq, srq_dev_name(srq),
+			 strerror(ret));
+	atomic_fetch_sub(&srq->pz->refs, 1);
+	ofx_dbg("srq %p: destroyed, %d receives were still posted", (void *)srq,
+		atomic_load(&srq->outstanding));
+	ofx_obj_fini(&srq->obj);
+	srq_slots_free(srq->slots);
+	free(srq->eps);
+	pthread_mutex_destroy(&srq->lock);
+	free(srq);
+}
+
+DAT_RETURN ofx_srq_free(DAT_SRQ_HANDLE h)
+{
+	struct ofx_srq *srq = ofx_srq_from_handle(h);
+	size_t neps;
+
+	if (!srq)
+		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	pthread_mutex_lock(&srq->lock);
+	neps = srq->neps;
+	if (!neps)
+		srq->state = DAT_SRQ_STATE_SHUTDOWN;
+	pthread_mutex_unlock(&srq->lock);
+	if (neps) {
+		ofx_dbg("srq %p: free refused, %zu eps use it", (void *)srq, neps);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE);
+	}
+	ofx_srq_destroy(srq);
+	return DAT_SUCCESS;
+}
+
+/* A free slot of the newest generation, scanning from the hint; NULL if none. */
+static struct ofx_srq_slot *srq_slot_get(struct ofx_srq *srq)
+{
+	struct ofx_srq_slots *s = srq->slots;
+	uint32_t i, idx;
+
+	for (i = 0; i < s->n; i++) {
+		idx = (srq->hint + i) % s->n;
+		if (!atomic_load_explicit(&s->slot[idx].busy, memory_order_acquire)) {
+			srq->hint = (idx + 1) % s->n;
+			atomic_store_explicit(&s->slot[idx].busy, true, memory_order_relaxed);
+			return &s->slot[idx];
+		}
+	}
+	return NULL;
+}
+
+static void srq_slot_put(struct ofx_srq_slot *slot)
+{
+	atomic_store_explicit(&slot->busy, false, memory_order_release);
+}
+
+/* Re-arms the verbs limit once the posted count is back above the watermark. */
+static void srq_maybe_rearm(struct ofx_srq *srq, int posted)
+{
+	if (atomic_load_explicit(&srq->lw_armed, memory_order_relaxed))
+		return;
+	pthread_mutex_lock(&srq->lock);
+	if (srq->low_watermark > 0 && posted > srq->low_watermark &&
+	    !atomic_load(&srq->lw_armed) && srq->state == DAT_SRQ_STATE_OPERATIONAL)
+		srq_arm_locked(srq);
+	pthread_mutex_unlock(&srq->lock);
+}
+
+DAT_RETURN ofx_srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+			     DAT_DTO_COOKIE cookie)
+{
+	struct ofx_srq *srq = ofx_srq_from_handle(h);
+	struct ibv_recv_wr wr = { 0 }, *bad;
+	struct ofx_srq_slot *slot;
+	uint64_t total = 0;
+	int ret, posted;
+
+	if (!srq)
+		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	if (n < 0 || n > srq->max_recv_iov)
+		return OFX_INVALID_ARG(2);
+	if (n && !iov)
+		return OFX_INVALID_ARG(3);
+	if (srq->state != DAT_SRQ_STATE_OPERATIONAL)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, srq->state == DAT_SRQ_STATE_ERROR ?
+				   DAT_INVALID_STATE_SRQ_ERROR : DAT_INVALID_STATE_SRQ_SHUTDOWN);
+	for (DAT_COUNT i = 0; i < n; i++)
+		total += iov[i].segment_length;
+	if (total > UINT32_MAX)
+		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
+
+	if (atomic_load_explicit(&srq->outstanding, memory_order_relaxed) >= srq->max_recv_dtos)
+		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ);
+	slot = srq_slot_get(srq);
+	if (!slot)
+		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ);
+	slot->ck.user = cookie;
+	slot->ck.len = (uint32_t)total;
+	slot->ck.flags = 0;
+	slot->ck.nsge = (uint8_t)n;
+	/* counted before the post: its completion may be polled before we return */
+	posted = atomic_fetch_add(&srq->outstanding, 1) + 1;
+
+	wr.wr_id = (uintptr_t)&slot->ck;
+	wr.sg_list = (struct ibv_sge *)iov;
+	wr.num_sge = n;
+	ret = ofx_verbs->post_srq_recv(srq->srq, &wr, &bad);
+	if (ret) {
+		atomic_fetch_sub(&srq->outstanding, 1);
+		srq_slot_put(slot);
+		ofx_warn("srq %p: post recv: %s", (void *)srq, strerror(ret));
+		return ofx_dat_status(-ret, OFX_OBJ_SRQ);
+	}
+	ofx_dbg_data("srq %p: recv posted, len %u, %d outstanding", (void *)srq, slot->ck.len,
+		     posted);
+	if (srq->low_watermark > 0)
+		srq_maybe_rearm(srq, posted);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARAM *param)
+{
+	struct ofx_srq *srq = ofx_srq_from_handle(h);
+	int posted;
+
+	if (!srq)
+		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	if (!param)
+		return OFX_INVALID_ARG(3);
+	(void)mask; /* every field is cheap: fill them all */
+	posted = atomic_load(&srq->outstanding);
+	pthread_mutex_lock(&srq->lock);
+	param->ia_handle = ofx_ia_dat_handle(srq->obj.ia);
+	param->srq_state = srq->state;
+	param->pz_handle = (DAT_PZ_HANDLE)srq->pz;
+	param->max_recv_dtos = srq->max_recv_dtos;
+	param->max_recv_iov = srq->max_recv_iov;
+	param->low_watermark = srq->low_watermark;
+	param->available_dto_count = posted;
+	param->outstanding_dto_count = posted;
+	pthread_mutex_unlock(&srq->lock);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_srq_resize(DAT_SRQ_HANDLE h, DAT_COUNT max_recv_dtos)
+{
+	struct ofx_srq *srq = ofx_srq_from_handle(h);
+	struct ofx_srq_slots *grown = NULL;
+	int ret = 0;
+
+	if (!srq)
+		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	/* DAT 2.0: at least the receives posted now, and above the low watermark */
+	if (max_recv_dtos <= 0 || max_recv_dtos > srq->obj.ia->dev_attr.max_srq_wr ||
+	    max_recv_dtos < atomic_load(&srq->outstanding) ||
+	    (srq->low_watermark > 0 && max_recv_dtos <= srq->low_watermark))
+		return OFX_INVALID_ARG(2);
+	if (srq->state != DAT_SRQ_STATE_OPERATIONAL)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_ERROR);
+
+	if ((uint32_t)max_recv_dtos > srq->slots->n) {
+		grown = srq_slots_new((uint32_t)max_recv_dtos, srq);
+		if (!grown)
+			return ofx_dat_status(-ENOMEM, OFX_OBJ_SRQ);
+	}
+	/* a smaller size only lowers our limit: verbs SRQs do not shrink */
+	if ((uint32_t)max_recv_dtos > srq->verbs_max_wr) {
+		struct ibv_srq_attr attr = { .max_wr = (uint32_t)max_recv_dtos };
+
+		pthread_mutex_lock(&srq->lock);
+		ret = ofx_verbs->modify_srq(srq->srq, &attr, IBV_SRQ_MAX_WR);
+		pthread_mutex_unlock(&srq->lock);
+		if (ret) {
+			ofx_err("srq %p on %s: resize to %d: %s", (void *)srq, srq_dev_name(srq),
+				max_recv_dtos, strerror(ret));
+			free(grown);
+			return ofx_dat_status(-ret, OFX_OBJ_SRQ);
+		}
+		srq->verbs_max_wr = (uint32_t)max_recv_dtos;
+	}
+	if (grown) {
+		/* completions may still name the older slots: they stay until srq_free */
+		grown->older = srq->slots;
+		srq->slots = grown;
+		srq->hint = 0;
+	}
+	srq->max_recv_dtos = max_recv_dtos;
+	ofx_dbg("srq %p: resized to %d (verbs %u)", (void *)srq, max_recv_dtos,
+		srq->verbs_max_wr);
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_srq_set_lw(DAT_SRQ_HANDLE h, DAT_COUNT low_watermark)
+{
+	struct ofx_srq *srq = ofx_srq_from_handle(h);
+	bool below = false;
+	int ret = 0;
+
+	if (!srq)
+		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	if (low_watermark < 0 || low_watermark >= srq->max_recv_dtos)
+		return OFX_INVALID_ARG(2);
+
+	pthread_mutex_lock(&srq->lock);
+	if (srq->state != DAT_SRQ_STATE_OPERATIONAL) {
+		pthread_mutex_unlock(&srq->lock);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_ERROR);
+	}
+	srq->low_watermark = low_watermark;
+	if (!low_watermark) {
+		/* limit 0 disarms */
+		ret = srq_arm_locked(srq);
+	} else if (atomic_load(&srq->outstanding) < low_watermark) {
+		/* already below: report now, arm once the consumer posts above it */
+		atomic_store(&srq->lw_armed, false);
+		below = true;
+	} else {
+		ret = srq_arm_locked(srq);
+	}
+	pthread_mutex_unlock(&srq->lock);
+	if (below)
+		srq_post_lw_event(srq);
+	ofx_dbg("srq %p: low watermark %d%s", (void *)srq, low_watermark,
+		below ? " (already below)" : "");
+	return ofx_dat_status(ret, OFX_OBJ_SRQ);
+}
+
+void ofx_srq_limit_reached(struct ofx_srq *srq)
+{
+	DAT_COUNT lw;
+
+	pthread_mutex_lock(&srq->lock);
+	atomic_store(&srq->lw_armed, false); /* verbs disarmed it */
+	lw = srq->low_watermark;
+	pthread_mutex_unlock(&srq->lock);
+	if (lw <= 0) {
+		ofx_dbg("srq %p: limit event with no watermark set", (void *)srq);
+		return;
+	}
+	ofx_dbg("srq %p: below low watermark %d (%d posted)", (void *)srq, lw,
+		atomic_load(&srq->outstanding));
+	srq_post_lw_event(srq);
+}
+
+/* ---- the EP table --------------------------------------------------------- */
+
+/* Index of the first entry with qp_num >= `qp_num`; srq->lock held. */
+static size_t srq_ep_index(const struct ofx_srq *srq, uint32_t qp_num)
+{
+	size_t lo = 0, hi = srq->neps;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (srq->eps[mid].qp_num < qp_num)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+int ofx_srq_ep_add(struct ofx_srq *srq, struct ofx_ep *ep)
+{
+	uint32_t qp_num = ep->qp->qp_num;
+	size_t i;
+
+	pthread_mutex_lock(&srq->lock);
+	if (srq->state == DAT_SRQ_STATE_SHUTDOWN) {
+		pthread_mutex_unlock(&srq->lock);
+		return -ESHUTDOWN;
+	}
+	i = srq_ep_index(srq, qp_num);
+	if (i < srq->neps && srq->eps[i].qp_num == qp_num) {
+		/* the QP number of an EP still being freed came back: the new one wins */
+		ofx_dbg("srq %p: qp 0x%x moves from ep %p to ep %p", (void *)srq, qp_num,
+			(void *)srq->eps[i].ep, (void *)ep);
+		srq->eps[i].ep = ep;
+		pthread_mutex_unlock(&srq->lock);
+		return 0;
+	}
+	if (srq->neps == srq->cap_eps) {
+		size_t cap = srq->cap_eps ? srq->cap_eps * 2 : 8;
+		struct ofx_srq_ep_ref *eps = realloc(srq->eps, cap * sizeof(*eps));
+
+		if (!eps) {
+			pthread_mutex_unlock(&srq->lock);
+			return -ENOMEM;
+		}
+		srq->eps = eps;
+		srq->cap_eps = cap;
+	}
+	memmove(&srq->eps[i + 1], &srq->eps[i], (srq->neps - i) * sizeof(srq->eps[0]));
+	srq->eps[i].qp_num = qp_num;
+	srq->eps[i].ep = ep;
+	srq->neps++;
+	pthread_mutex_unlock(&srq->lock);
+	return 0;
+}
+
+void ofx_srq_ep_remove(struct ofx_srq *srq, struct ofx_ep *ep)
+{
+	size_t i;
+
+	pthread_mutex_lock(&srq->lock);
+	for (i = 0; i < srq->neps && srq->eps[i].ep != ep; i++)
+		;
+	if (i < srq->neps) {
+		memmove(&srq->eps[i], &srq->eps[i + 1], (srq->neps - i - 1) * sizeof(srq->eps[0]));
+		srq->neps--;
+	}
+	pthread_mutex_unlock(&srq->lock);
+	/*
+	 * A poller that found the EP before it left the table still holds
+	 * its recv EVD's lock; once we get that lock it is done with it.
+	 */
+	if (ep->recv_evd) {
+		pthread_mutex_lock(&ep->recv_evd->lock);
+		pthread_mutex_unlock(&ep->recv_evd->lock);
+	}
+}
+
+struct ofx_ep *ofx_srq_recv_done(struct ofx_cookie *ck, uint32_t qp_num)
+{
+	struct ofx_srq_slot *slot = container_of(ck, struct ofx_srq_slot, ck);
+	struct ofx_srq *srq = ck->srq;
+	struct ofx_ep *ep = NULL;
+	size_t i;
+
+	/* the caller has copied the cookie: the slot can be reused now */
+	srq_slot_put(slot);
+	atomic_fetch_sub_explicit(&srq->outstanding, 1, memory_order_relaxed);
+
+	pthread_mutex_lock(&srq->lock);
+	i = srq_ep_index(srq, qp_num);
+	if (i < srq->neps && srq->eps[i].qp_num == qp_num)
+		ep = srq->eps[i].ep;
+	pthread_mutex_unlock(&srq->lock);
+	return ep;
+}
+
+/* ---- LAST_WQE_REACHED ------------------------------------------------------ */
+
+static void srq_ep_post_lastwqe(struct ofx_ep *ep)
+{
+	ofx_ia_post_async(ep->obj.ia, DAT_ASYNC_ERROR_EP_BROKEN, (DAT_HANDLE)&ep->obj);
+}
+
+static void srq_lastwqe_timeout(void *arg)
+{
+	struct ofx_ep *ep = arg;
+	bool post = false;
+
+	pthread_mutex_lock(&ep->lock);
+	if (atomic_load(&ep->lastwqe) == OFX_LASTWQE_WAITING && !atomic_load(&ep->dying)) {
+		atomic_store(&ep->lastwqe, OFX_LASTWQE_DONE);
+		post = true;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	if (post) {
+		ofx_dbg("ep %p qp 0x%x: no last-wqe event within %u ms; reporting it", (void *)ep,
+			ep->qp->qp_num, ep->obj.ia->cfg.lastwqe_timeout_ms);
+		srq_ep_post_lastwqe(ep);
+	}
+}
+
+void ofx_srq_ep_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+
+	if (num != DAT_CONNECTION_EVENT_DISCONNECTED && num != DAT_CONNECTION_EVENT_BROKEN &&
+	    num != DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
+		return;
+	/* a QP that never left RESET took nothing from the SRQ */
+	if (!atomic_load(&ep->recv_live) || atomic_load(&ep->lastwqe) != OFX_LASTWQE_IDLE)
+		return;
+	atomic_store(&ep->lastwqe, OFX_LASTWQE_WAITING);
+	ofx_progress_timer_arm(ia->progress, &ep->lastwqe_timer,
+			       ia->cfg.lastwqe_timeout_ms * 1000ull, srq_lastwqe_timeout, ep);
+}
+
+void ofx_srq_ep_last_wqe(struct ofx_ep *ep)
+{
+	bool post = false;
+	int prev;
+
+	pthread_mutex_lock(&ep->lock);
+	prev = atomic_exchange(&ep->lastwqe, OFX_LASTWQE_DONE);
+	if (prev != OFX_LASTWQE_DONE && !atomic_load(&ep->dying)) {
+		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
+		post = true;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	ofx_dbg("ep %p qp 0x%x: last wqe reached%s", (void *)ep, ep->qp->qp_num,
+		post ? "" : " (already reported or ep being freed)");
+	if (post)
+		srq_ep_post_lastwqe(ep);
+}
+
+void ofx_srq_ep_reset(struct ofx_ep *ep)
+{
+	bool was_waiting = atomic_load(&ep->lastwqe) == OFX_LASTWQE_WAITING;
+
+	/* a timer callback blocked on ep->lock finds IDLE and does nothing */
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
+	atomic_store(&ep->lastwqe, OFX_LASTWQE_IDLE);
+	if (was_waiting)
+		srq_ep_post_lastwqe(ep); /* ep->lock, then the async EVD's: in order */
+}
+
+bool ofx_srq_ep_lastwqe_pending(const struct ofx_ep *ep)
+{
+	return atomic_load(&ep->recv_live) && atomic_load(&ep->lastwqe) != OFX_LASTWQE_DONE;
+}

@@ -1,0 +1,481 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ofx_rmr_test: a DAT consumer of stock libdat2 (libdaplofx through
+ * dat.conf) that checks remote memory regions (memory windows) end to end.
+ * Per round the server binds an RMR over part of an LMR, checks the bind
+ * completion and rmr_query, and sends the RMR triplet; the client
+ * RDMA-writes through it and the server checks the data.  The server then
+ * revokes the window and says so; the client's next write must fail with
+ * DAT_DTO_ERR_REMOTE_ACCESS and break its EP, and the server's memory must
+ * be unchanged.
+ *
+ *   round 0  dat_rmr_create (type 1 window), revoked by an unbind
+ *   round 1  DAT_RMR_CREATE_FOR_EP (type 2 window; the slot is reached
+ *            through the redirection macro, libdat2 does not export it),
+ *            revoked by dat_rmr_free; skipped if NOT_IMPLEMENTED
+ *
+ * Usage: ofx_rmr_test server [IA]          (prints "server ready")
+ *        ofx_rmr_test client SERVER_IP [IA]
+ * IA defaults to ofx-rxe.  Prints "ALL TESTS PASSED" or "FAIL: ...".
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <dat2/udat.h>
+#include <dat2/dat_registry.h> /* the DAT_* redirection macros */
+
+#define QUAL 50011
+#define NROUNDS 2
+#define REGION 1024		/* bytes exposed per round */
+#define TIMEOUT_US (20 * 1000 * 1000)
+
+enum msg_type { MSG_RMR = 1, MSG_DONE, MSG_REVOKED, MSG_SKIP };
+
+struct msg {
+	uint32_t type;
+	uint32_t round;
+	DAT_RMR_TRIPLET rmr;
+};
+
+struct ctx {
+	DAT_IA_HANDLE ia;
+	DAT_EVD_HANDLE async_evd, recv_evd, req_evd, conn_evd, cr_evd;
+	DAT_PZ_HANDLE pz;
+	DAT_EP_HANDLE ep;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	struct msg msgs[4];	/* [0..1] receives, [2..3] sends */
+	char mem[NROUNDS * REGION];
+};
+
+static int failures;
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("FAIL: ");
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	failures++;
+}
+
+static const char *errstr(DAT_RETURN ret)
+{
+	static char buf[160];
+	const char *maj = "", *min = "";
+
+	dat_strerror(ret, &maj, &min);
+	snprintf(buf, sizeof(buf), "0x%x %s %s", (unsigned int)ret, maj, min);
+	return buf;
+}
+
+#define CHECK_DAT(call)                                                          \
+	do {                                                                     \
+		DAT_RETURN ret_ = (call);                                        \
+		if (ret_ != DAT_SUCCESS) {                                       \
+			fail("%s:%d %s: %s", __FILE__, __LINE__, #call, errstr(ret_)); \
+			return -1;                                               \
+		}                                                                \
+	} while (0)
+
+static DAT_LMR_TRIPLET iov_of(struct ctx *c, void *p, uint32_t len)
+{
+	DAT_LMR_TRIPLET iov = { .virtual_address = (DAT_VADDR)(uintptr_t)p,
+				.segment_length = len, .lmr_context = c->lkey };
+
+	return iov;
+}
+
+static int open_ctx(struct ctx *c, const char *ia_name, bool server)
+{
+	DAT_REGION_DESCRIPTION region = { .for_va = c };
+	DAT_IA_ATTR attr;
+
+	memset(c, 0, sizeof(*c));
+	c->async_evd = DAT_HANDLE_NULL;
+	CHECK_DAT(dat_ia_open((char *)ia_name, 8, &c->async_evd, &c->ia));
+	CHECK_DAT(dat_ia_query(c->ia, NULL, DAT_IA_FIELD_IA_MAX_RMRS, &attr, 0, NULL));
+	printf("%s: ia_query max_rmrs %d\n", server ? "server" : "client", attr.max_rmrs);
+	if (server && attr.max_rmrs <= 0)
+		fail("ia_query reports max_rmrs %d", attr.max_rmrs);
+	CHECK_DAT(dat_pz_create(c->ia, &c->pz));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->recv_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 16, DAT_HANDLE_NULL,
+				 DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &c->req_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
+				 &c->conn_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr_evd));
+	/* the whole context: messages and exposed memory */
+	CHECK_DAT(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(*c), c->pz,
+				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lkey, NULL,
+				 NULL, NULL));
+	return 0;
+}
+
+static void close_ctx(struct ctx *c)
+{
+	if (c->ep)
+		dat_ep_free(c->ep);
+	dat_lmr_free(c->lmr);
+	dat_evd_free(c->cr_evd);
+	dat_evd_free(c->conn_evd);
+	dat_evd_free(c->req_evd);
+	dat_evd_free(c->recv_evd);
+	dat_pz_free(c->pz);
+	dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+}
+
+static int create_ep(struct ctx *c)
+{
+	DAT_EP_ATTR attr;
+	DAT_EP_PARAM param;
+
+	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->recv_evd, c->req_evd, c->conn_evd, NULL, &c->ep));
+	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
+	CHECK_DAT(dat_ep_free(c->ep));
+	attr = param.ep_attr;
+	attr.max_recv_dtos = 4;
+	attr.max_request_dtos = 8;
+	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->recv_evd, c->req_evd, c->conn_evd, &attr,
+				&c->ep));
+	for (int i = 0; i < 2; i++) {
+		DAT_LMR_TRIPLET iov = iov_of(c, &c->msgs[i], sizeof(c->msgs[i]));
+
+		CHECK_DAT(dat_ep_post_recv(c->ep, 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)i,
+					   DAT_COMPLETION_DEFAULT_FLAG));
+	}
+	return 0;
+}
+
+static int wait_event(DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what)
+{
+	DAT_COUNT nmore;
+	DAT_RETURN ret = dat_evd_wait(evd, TIMEOUT_US, 1, ev, &nmore);
+
+	if (ret != DAT_SUCCESS) {
+		fail("waiting for %s: %s", what, errstr(ret));
+		return -1;
+	}
+	return 0;
+}
+
+/* The DTO completion with `cookie` on this EP; anything else is logged and skipped. */
+static int wait_dto(struct ctx *c, DAT_EVD_HANDLE evd, DAT_UINT64 cookie,
+		    DAT_DTO_COMPLETION_EVENT_DATA *dto_p, const char *what)
+{
+	DAT_EVENT ev;
+
+	for (int i = 0; i < 16; i++) {
+		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+
+		if (wait_event(evd, &ev, what))
+			return -1;
+		if (ev.event_number == DAT_DTO_COMPLETION_EVENT && d->ep_handle == c->ep &&
+		    d->user_cookie.as_64 == cookie) {
+			*dto_p = *d;
+			return 0;
+		}
+		printf("  note: %s: skipped event 0x%x\n", what, ev.event_number);
+	}
+	fail("%s: no completion with cookie 0x%llx", what, (unsigned long long)cookie);
+	return -1;
+}
+
+static int send_msg(struct ctx *c, enum msg_type type, int round, const DAT_RMR_TRIPLET *rmr)
+{
+	struct msg *m = &c->msgs[2];
+	DAT_LMR_TRIPLET iov = iov_of(c, m, sizeof(*m));
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+
+	memset(m, 0, sizeof(*m));
+	m->type = type;
+	m->round = round;
+	if (rmr)
+		m->rmr = *rmr;
+	CHECK_DAT(dat_ep_post_send(c->ep, 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)(0x5e0 + type),
+				   DAT_COMPLETION_DEFAULT_FLAG));
+	if (wait_dto(c, c->req_evd, 0x5e0 + type, &d, "send completion"))
+		return -1;
+	if (d.status != DAT_DTO_SUCCESS) {
+		fail("send of message %d: status %d", type, d.status);
+		return -1;
+	}
+	return 0;
+}
+
+static int recv_msg(struct ctx *c, int slot, enum msg_type type, struct msg *out)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+
+	if (wait_dto(c, c->recv_evd, slot, &d, "message"))
+		return -1;
+	if (d.status != DAT_DTO_SUCCESS || c->msgs[slot].type != type) {
+		fail("receive %d: status %d type %u, expected type %d", slot, d.status,
+		     c->msgs[slot].type, type);
+		return -1;
+	}
+	*out = c->msgs[slot];
+	return 0;
+}
+
+static int wait_conn(struct ctx *c, DAT_EVENT_NUMBER a, DAT_EVENT_NUMBER b, const char *what)
+{
+	DAT_EVENT ev;
+
+	if (wait_event(c->conn_evd, &ev, what))
+		return -1;
+	if (ev.event_number != a && ev.event_number != b) {
+		fail("%s: connection event 0x%x, expected 0x%x", what, ev.event_number, a);
+		return -1;
+	}
+	printf("  %s: connection event 0x%x\n", what, ev.event_number);
+	return 0;
+}
+
+static void pattern(char *p, int round, int gen)
+{
+	for (int i = 0; i < REGION; i++)
+		p[i] = (char)(i * 7 + round * 31 + gen * 101 + 1);
+}
+
+static DAT_RETURN create_rmr(struct ctx *c, int round, DAT_RMR_HANDLE *rmr)
+{
+	if (round == 0)
+		return dat_rmr_create(c->pz, rmr);
+	/* libdat2 does not export dat_rmr_create_for_ep; the PZ is our raw handle */
+	return DAT_RMR_CREATE_FOR_EP(c->pz, rmr);
+}
+
+static int serve_round(struct ctx *c, int round)
+{
+	char *region = c->mem + round * REGION;
+	DAT_LMR_TRIPLET t = iov_of(c, region, REGION);
+	DAT_RMR_TRIPLET rt;
+	DAT_RMR_HANDLE rmr;
+	DAT_RMR_CONTEXT rctx = 0;
+	DAT_RMR_PARAM param;
+	DAT_RETURN ret;
+	DAT_EVENT ev;
+	char want[REGION];
+	struct msg m;
+
+	if (create_ep(c))
+		return -1;
+	if (wait_event(c->cr_evd, &ev, "connection request"))
+		return -1;
+	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
+	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, 0, "accept"))
+		return -1;
+
+	ret = create_rmr(c, round, &rmr);
+	if (DAT_GET_TYPE(ret) == DAT_NOT_IMPLEMENTED && round > 0) {
+		printf("skip round %d: rmr_create_for_ep not implemented here\n", round);
+		return send_msg(c, MSG_SKIP, round, NULL);
+	}
+	CHECK_DAT(ret);
+
+	memset(region, 0, REGION);
+	CHECK_DAT(dat_rmr_bind(rmr, c->lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG |
+			       DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_VA_TYPE_VA, c->ep,
+			       (DAT_RMR_COOKIE)(DAT_UINT64)(0xb00 + round),
+			       DAT_COMPLETION_DEFAULT_FLAG, &rctx));
+	if (wait_event(c->req_evd, &ev, "bind completion"))
+		return -1;
+	if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT ||
+	    ev.event_data.rmr_completion_event_data.rmr_handle != rmr ||
+	    ev.event_data.rmr_completion_event_data.user_cookie.as_64 != 0xb00u + round ||
+	    ev.event_data.rmr_completion_event_data.status != DAT_RMR_BIND_SUCCESS) {
+		fail("round %d: bind event 0x%x rmr %p cookie 0x%llx status %d", round,
+		     ev.event_number, ev.event_data.rmr_completion_event_data.rmr_handle,
+		     (unsigned long long)ev.event_data.rmr_completion_event_data.user_cookie.as_64,
+		     ev.event_data.rmr_completion_event_data.status);
+		return -1;
+	}
+	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
+	if (param.rmr_context != rctx || param.lmr_triplet.virtual_address != t.virtual_address ||
+	    param.lmr_triplet.segment_length != REGION || param.pz_handle != c->pz) {
+		fail("round %d: rmr_query context 0x%x va 0x%llx len %u", round, param.rmr_context,
+		     (unsigned long long)param.lmr_triplet.virtual_address,
+		     param.lmr_triplet.segment_length);
+		return -1;
+	}
+	printf("round %d: bound rmr context 0x%x scope %d over %p\n", round, rctx,
+	       param.rmr_scope, (void *)region);
+
+	rt.virtual_address = t.virtual_address;
+	rt.segment_length = REGION;
+	rt.rmr_context = rctx;
+	if (send_msg(c, MSG_RMR, round, &rt) || recv_msg(c, 0, MSG_DONE, &m))
+		return -1;
+	pattern(want, round, 0);
+	if (memcmp(region, want, REGION)) {
+		fail("round %d: the write through the rmr did not land", round);
+		return -1;
+	}
+	printf("ok round %d: rdma write through the rmr landed\n", round);
+
+	if (round == 0) {
+		CHECK_DAT(dat_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				       DAT_VA_TYPE_VA, c->ep, (DAT_RMR_COOKIE)(DAT_UINT64)0xdead,
+				       DAT_COMPLETION_DEFAULT_FLAG, NULL));
+		if (wait_event(c->req_evd, &ev, "unbind completion"))
+			return -1;
+		if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT ||
+		    ev.event_data.rmr_completion_event_data.status != DAT_RMR_BIND_SUCCESS) {
+			fail("round %d: unbind event 0x%x status %d", round, ev.event_number,
+			     ev.event_data.rmr_completion_event_data.status);
+			return -1;
+		}
+	} else {
+		CHECK_DAT(dat_rmr_free(rmr));
+	}
+	if (send_msg(c, MSG_REVOKED, round, NULL))
+		return -1;
+	/* the client's write now fails and its EP breaks: ours disconnects */
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, DAT_CONNECTION_EVENT_BROKEN,
+		      "after revoke"))
+		return -1;
+	if (memcmp(region, want, REGION)) {
+		fail("round %d: memory changed after the rmr was revoked", round);
+		return -1;
+	}
+	printf("ok round %d: revoked rmr left the memory alone\n", round);
+	if (round == 0)
+		CHECK_DAT(dat_rmr_free(rmr));
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
+}
+
+static int connect_ep(struct ctx *c, const char *server)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+
+	inet_pton(AF_INET, server, &sin.sin_addr);
+	/* the server may not listen yet: retry rejected attempts for a while */
+	for (int attempt = 0;; attempt++) {
+		DAT_EVENT ev;
+
+		CHECK_DAT(dat_ep_connect(c->ep, (DAT_IA_ADDRESS_PTR)&sin, QUAL, TIMEOUT_US, 0, NULL,
+					 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+		if (wait_event(c->conn_evd, &ev, "connect"))
+			return -1;
+		if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
+			return 0;
+		if (attempt > 50) {
+			fail("connect: event 0x%x", ev.event_number);
+			return -1;
+		}
+		CHECK_DAT(dat_ep_free(c->ep));
+		c->ep = NULL;
+		nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
+		if (create_ep(c))
+			return -1;
+	}
+}
+
+static int client_round(struct ctx *c, const char *server, int round)
+{
+	char *src = c->mem + round * REGION;
+	DAT_LMR_TRIPLET l = iov_of(c, src, REGION);
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+	struct msg m;
+
+	if (create_ep(c) || connect_ep(c, server))
+		return -1;
+	if (wait_dto(c, c->recv_evd, 0, &d, "rmr message"))
+		return -1;
+	m = c->msgs[0];
+	if (d.status != DAT_DTO_SUCCESS || (m.type != MSG_RMR && m.type != MSG_SKIP)) {
+		fail("round %d: first message status %d type %u", round, d.status, m.type);
+		return -1;
+	}
+	if (m.type == MSG_SKIP) {
+		printf("skip round %d (server has no such windows)\n", round);
+		CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_ABRUPT_FLAG));
+		wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "disconnect");
+		CHECK_DAT(dat_ep_free(c->ep));
+		c->ep = NULL;
+		return 0;
+	}
+	printf("round %d: got rmr context 0x%x va 0x%llx len %u\n", round, m.rmr.rmr_context,
+	       (unsigned long long)m.rmr.virtual_address, m.rmr.segment_length);
+
+	pattern(src, round, 0);
+	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)(DAT_UINT64)0x111, &m.rmr,
+					 DAT_COMPLETION_DEFAULT_FLAG));
+	if (wait_dto(c, c->req_evd, 0x111, &d, "write completion"))
+		return -1;
+	if (d.status != DAT_DTO_SUCCESS) {
+		fail("round %d: write through the bound rmr: status %d", round, d.status);
+		return -1;
+	}
+	if (send_msg(c, MSG_DONE, round, NULL) || recv_msg(c, 1, MSG_REVOKED, &(struct msg){ 0 }))
+		return -1;
+
+	pattern(src, round, 1);
+	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)(DAT_UINT64)0x222, &m.rmr,
+					 DAT_COMPLETION_DEFAULT_FLAG));
+	if (wait_dto(c, c->req_evd, 0x222, &d, "revoked write completion"))
+		return -1;
+	if (d.status != DAT_DTO_ERR_REMOTE_ACCESS) {
+		fail("round %d: write through the revoked rmr: status %d, expected "
+		     "DAT_DTO_ERR_REMOTE_ACCESS (%d)", round, d.status, DAT_DTO_ERR_REMOTE_ACCESS);
+		return -1;
+	}
+	printf("ok round %d: write through the revoked rmr failed with remote access error\n",
+	       round);
+	if (wait_conn(c, DAT_CONNECTION_EVENT_BROKEN, 0, "after the failed write"))
+		return -1;
+	printf("ok round %d: ep broken\n", round);
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	DAT_PSP_HANDLE psp = DAT_HANDLE_NULL;
+	static struct ctx c;
+	const char *ia;
+	bool server;
+
+	if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc < 3))) {
+		fprintf(stderr, "usage: %s server [IA] | client SERVER_IP [IA]\n", argv[0]);
+		return 2;
+	}
+	server = !strcmp(argv[1], "server");
+	ia = argc > (server ? 2 : 3) ? argv[server ? 2 : 3] : "ofx-rxe";
+	setvbuf(stdout, NULL, _IOLBF, 0);
+
+	if (open_ctx(&c, ia, server))
+		return 1;
+	if (server) {
+		if (dat_psp_create(c.ia, QUAL, c.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp) !=
+		    DAT_SUCCESS) {
+			fail("psp_create %d", QUAL);
+		} else {
+			printf("server ready\n");
+			for (int r = 0; r < NROUNDS && !failures; r++)
+				serve_round(&c, r);
+			dat_psp_free(psp);
+		}
+	} else {
+		for (int r = 0; r < NROUNDS && !failures; r++)
+			client_round(&c, argv[2], r);
+	}
+	close_ctx(&c);
+	if (failures)
+		return 1;
+	printf("ALL TESTS PASSED\n");
+	return 0;
+}

@@ -1,0 +1,670 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "unit.h"
+
+#include "dto.h"
+#include "ep.h"
+#include "evd.h"
+#include "ia.h"
+#include "lmr.h"
+#include "log.h"
+#include "pz.h"
+#include "rmr.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <dat2/dat_ib_extensions.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/*
+ * Remote memory regions (memory windows) against a verbs model: PDs, MRs
+ * and windows are plain allocations, binds and work requests are recorded,
+ * and completions are scripted into a CQ model that the EVDs poll.
+ */
+
+#define MODEL_WR_MAX 16
+#define MODEL_CQ_MAX 32
+
+static struct ofx_verbs_ops model;
+static int model_pds, model_mrs, model_mws, model_last_access;
+static struct ibv_mw_bind model_binds[MODEL_WR_MAX];
+static int model_nbinds;
+static struct ibv_send_wr model_wrs[MODEL_WR_MAX];
+static int model_nwrs;
+static int model_bind_errno;
+
+struct model_cq {
+	struct ibv_cq cq;
+	struct ibv_wc q[MODEL_CQ_MAX];
+	int head, count;
+};
+
+static struct ibv_pd *model_alloc_pd(struct ibv_context *ctx)
+{
+	struct ibv_pd *pd = calloc(1, sizeof(*pd));
+
+	if (pd) {
+		pd->context = ctx;
+		model_pds++;
+	}
+	return pd;
+}
+
+static int model_dealloc_pd(struct ibv_pd *pd)
+{
+	model_pds--;
+	free(pd);
+	return 0;
+}
+
+static struct ibv_mr *model_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
+{
+	struct ibv_mr *mr = calloc(1, sizeof(*mr));
+
+	if (!mr)
+		return NULL;
+	mr->pd = pd;
+	mr->addr = addr;
+	mr->length = len;
+	mr->lkey = 0x1000 + model_mrs;
+	mr->rkey = 0x2000 + model_mrs;
+	model_last_access = access;
+	model_mrs++;
+	return mr;
+}
+
+static int model_dereg_mr(struct ibv_mr *mr)
+{
+	model_mrs--;
+	free(mr);
+	return 0;
+}
+
+static struct ibv_mw *model_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct ibv_mw *mw = calloc(1, sizeof(*mw));
+
+	if (!mw)
+		return NULL;
+	mw->pd = pd;
+	mw->type = type;
+	mw->rkey = 0x5500 + ((uint32_t)model_mws << 8);
+	model_mws++;
+	return mw;
+}
+
+static int model_dealloc_mw(struct ibv_mw *mw)
+{
+	model_mws--;
+	free(mw);
+	return 0;
+}
+
+/* Like rxe: posts the bind and advances the key's low byte. */
+static int model_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	if (model_bind_errno)
+		return model_bind_errno;
+	CU_ASSERT_FATAL(model_nbinds < MODEL_WR_MAX);
+	model_binds[model_nbinds++] = *bind;
+	mw->rkey = ibv_inc_rkey(mw->rkey);
+	return 0;
+}
+
+static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	CU_ASSERT_FATAL(model_nwrs < MODEL_WR_MAX);
+	CU_ASSERT_PTR_NULL(wr->next);
+	model_wrs[model_nwrs++] = *wr;
+	return 0;
+}
+
+static struct ibv_comp_channel *model_create_comp_channel(struct ibv_context *ctx)
+{
+	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
+	int fds[2];
+
+	if (!ch || pipe(fds)) {
+		free(ch);
+		return NULL;
+	}
+	close(fds[1]);
+	ch->context = ctx;
+	ch->fd = fds[0];
+	return ch;
+}
+
+static int model_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	close(ch->fd);
+	free(ch);
+	return 0;
+}
+
+static struct ibv_cq *model_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+				      struct ibv_comp_channel *ch, int vec)
+{
+	struct model_cq *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->cq.context = ctx;
+	m->cq.channel = ch;
+	m->cq.cq_context = cq_context;
+	m->cq.cqe = cqe;
+	return &m->cq;
+}
+
+static int model_destroy_cq(struct ibv_cq *cq)
+{
+	free(cq);
+	return 0;
+}
+
+static int model_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct model_cq *m = (struct model_cq *)cq;
+	int i;
+
+	for (i = 0; i < n && m->count; i++) {
+		wc[i] = m->q[m->head];
+		m->head = (m->head + 1) % MODEL_CQ_MAX;
+		m->count--;
+	}
+	return i;
+}
+
+static DAT_PROVIDER test_provider;
+static struct ofx_ia ia;
+static int dummy_ctx;
+static struct ibv_qp fake_qp = { .qp_num = 0x42 };
+static char buf[4096];
+
+struct fixture {
+	DAT_PZ_HANDLE pz;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	DAT_EVD_HANDLE req_evd, conn_evd;
+	struct ofx_ep *ep;
+};
+
+static void fake_ia_init(int cap_flags)
+{
+	memset(&ia, 0, sizeof(ia));
+	ia.obj.provider = &test_provider;
+	ia.obj.type = OFX_OBJ_IA;
+	ia.obj.ia = &ia;
+	pthread_mutex_init(&ia.obj_lock, NULL);
+	ofx_list_init(&ia.objects);
+	ia.verbs = (struct ibv_context *)&dummy_ctx;
+	ia.dev_attr.max_cqe = 1024;
+	ia.dev_attr.device_cap_flags = cap_flags;
+	ia.dev_attr.max_mw = cap_flags ? 64 : 0;
+	ia.cfg.cq_batch = 16;
+
+	model = ofx_verbs_real;
+	model.alloc_pd = model_alloc_pd;
+	model.dealloc_pd = model_dealloc_pd;
+	model.reg_mr = model_reg_mr;
+	model.dereg_mr = model_dereg_mr;
+	model.alloc_mw = model_alloc_mw;
+	model.dealloc_mw = model_dealloc_mw;
+	model.bind_mw = model_bind_mw;
+	model.post_send = model_post_send;
+	model.create_comp_channel = model_create_comp_channel;
+	model.destroy_comp_channel = model_destroy_comp_channel;
+	model.create_cq = model_create_cq;
+	model.destroy_cq = model_destroy_cq;
+	model.poll_cq = model_poll_cq;
+	model_pds = model_mrs = model_mws = model_last_access = 0;
+	model_nbinds = model_nwrs = model_bind_errno = 0;
+	ofx_verbs_set(&model);
+}
+
+static void fake_ia_fini(void)
+{
+	ofx_verbs_set(NULL);
+	CU_ASSERT_TRUE(ofx_list_empty(&ia.objects));
+	CU_ASSERT_EQUAL(model_pds + model_mrs + model_mws, 0);
+	pthread_mutex_destroy(&ia.obj_lock);
+}
+
+/* PZ, LMR over buf, request and connection EVDs, and a connected EP by hand. */
+static void fixture_init(struct fixture *f, DAT_EVD_FLAGS req_flags)
+{
+	DAT_REGION_DESCRIPTION region = { .for_va = buf };
+	struct ofx_ep *ep;
+
+	CU_ASSERT_FATAL(ofx_pz_create(&ia, &f->pz) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), f->pz,
+				       DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &f->lmr, &f->lkey,
+				       NULL, NULL, NULL) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_evd_create(&ia, 16, DAT_HANDLE_NULL, req_flags, &f->req_evd) ==
+			DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_evd_create(&ia, 4, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
+				       &f->conn_evd) == DAT_SUCCESS);
+	ep = calloc(1, sizeof(*ep));
+	CU_ASSERT_FATAL(ep != NULL);
+	pthread_mutex_init(&ep->lock, NULL);
+	ep->obj.type = OFX_OBJ_EP;
+	ep->obj.ia = &ia;
+	ep->state = OFX_EP_CONNECTED;
+	ep->qp = &fake_qp;
+	ep->pz = ofx_pz_from_handle(f->pz);
+	ep->req_evd = ofx_evd_from_handle(f->req_evd);
+	ep->conn_evd = ofx_evd_from_handle(f->conn_evd);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, 8, ep) == 0);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, 8, ep) == 0);
+	f->ep = ep;
+}
+
+static void fixture_fini(struct fixture *f)
+{
+	ofx_cookie_ring_fini(&f->ep->send_ring);
+	ofx_cookie_ring_fini(&f->ep->recv_ring);
+	pthread_mutex_destroy(&f->ep->lock);
+	free(f->ep);
+	CU_ASSERT_EQUAL(ofx_evd_free(f->req_evd), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_free(f->conn_evd), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_lmr_free(f->lmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_pz_free(f->pz), DAT_SUCCESS);
+}
+
+/* The device completes the work request whose wr_id is `wr_id`. */
+static void complete(struct fixture *f, uint64_t wr_id, enum ibv_wc_status status)
+{
+	struct model_cq *m = (struct model_cq *)ofx_evd_from_handle(f->req_evd)->cq;
+	struct ibv_wc wc = { .wr_id = wr_id, .status = status, .opcode = IBV_WC_BIND_MW,
+			     .qp_num = fake_qp.qp_num };
+
+	m->q[(m->head + m->count) % MODEL_CQ_MAX] = wc;
+	m->count++;
+}
+
+static DAT_RMR_COOKIE rcookie(uint64_t v)
+{
+	DAT_RMR_COOKIE c = { .as_64 = v };
+
+	return c;
+}
+
+static DAT_LMR_TRIPLET triplet(struct fixture *f, size_t off, uint32_t len)
+{
+	DAT_LMR_TRIPLET t = { .virtual_address = (DAT_VADDR)(uintptr_t)(buf + off),
+			      .segment_length = len, .lmr_context = f->lkey };
+
+	return t;
+}
+
+/* Dequeues one RMR bind completion and checks it. */
+static void expect_bind_event(struct fixture *f, DAT_RMR_HANDLE rmr, uint64_t cookie,
+			      DAT_DTO_COMPLETION_STATUS status)
+{
+	DAT_EVENT ev;
+
+	CU_ASSERT_FATAL(ofx_evd_dequeue(f->req_evd, &ev) == DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_RMR_BIND_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.rmr_completion_event_data.rmr_handle, rmr);
+	CU_ASSERT_EQUAL(ev.event_data.rmr_completion_event_data.user_cookie.as_64, cookie);
+	CU_ASSERT_EQUAL(ev.event_data.rmr_completion_event_data.status, status);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, f->req_evd);
+}
+
+static void test_without_memory_windows_create_is_not_implemented(void)
+{
+	DAT_REGION_DESCRIPTION region = { .for_va = buf };
+	DAT_RMR_HANDLE rmr = NULL;
+	DAT_LMR_HANDLE lmr;
+	DAT_PZ_HANDLE pz;
+	unsigned int saved = ofx_log_subsys_mask;
+
+	fake_ia_init(0);
+	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_MEM);
+	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), 0);
+	CU_ASSERT_EQUAL(ofx_rmr_mr_access(&ia), 0);
+	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz) == DAT_SUCCESS);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_create(pz, &rmr)), DAT_NOT_IMPLEMENTED);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_create_for_ep(pz, &rmr)), DAT_NOT_IMPLEMENTED);
+	CU_ASSERT_PTR_NULL(rmr);
+	/* no MW_BIND access asked of a device without windows */
+	CU_ASSERT_FATAL(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz,
+				       DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_VA_TYPE_VA, &lmr, NULL,
+				       NULL, NULL, NULL) == DAT_SUCCESS);
+	CU_ASSERT_EQUAL(model_last_access, IBV_ACCESS_LOCAL_WRITE);
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_pz_free(pz), DAT_SUCCESS);
+	ofx_log_subsys_mask = saved;
+	fake_ia_fini();
+}
+
+static void test_create_picks_the_window_type_and_query_reports_it(void)
+{
+	DAT_RMR_HANDLE rmr1, rmr2;
+	DAT_RMR_PARAM param;
+	struct ofx_obj not_a_pz = { .type = OFX_OBJ_LMR };
+	DAT_PZ_HANDLE pz;
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), IBV_MW_TYPE_1);
+	CU_ASSERT_EQUAL(ofx_rmr_mr_access(&ia), IBV_ACCESS_MW_BIND);
+	CU_ASSERT_EQUAL(ofx_rmr_scope(&ia), DAT_RMR_SCOPE_ANY);
+	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz) == DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_create(&not_a_pz, &rmr1),
+			OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_PZ));
+	CU_ASSERT_EQUAL(ofx_rmr_create(pz, NULL), OFX_INVALID_ARG(2));
+	CU_ASSERT_FATAL(ofx_rmr_create(pz, &rmr1) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(pz, &rmr2) == DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr1)->mw->type, IBV_MW_TYPE_1);
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr2)->mw->type, IBV_MW_TYPE_2);
+	CU_ASSERT_EQUAL(model_mws, 2);
+
+	memset(&param, 0xff, sizeof(param));
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr1, DAT_RMR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(param.ia_handle, &ia);
+	CU_ASSERT_PTR_EQUAL(param.pz_handle, pz);
+	CU_ASSERT_EQUAL(param.rmr_context, ofx_rmr_from_handle(rmr1)->mw->rkey);
+	CU_ASSERT_EQUAL(param.rmr_scope, DAT_RMR_SCOPE_PZ);
+	CU_ASSERT_EQUAL(param.mem_priv, DAT_MEM_PRIV_NONE_FLAG);
+	CU_ASSERT_EQUAL(param.lmr_triplet.segment_length, 0);
+	CU_ASSERT_EQUAL(param.va_type, DAT_VA_TYPE_VA);
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr2, DAT_RMR_FIELD_RMR_SCOPE, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.rmr_scope, DAT_RMR_SCOPE_EP);
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr2, 0x80, &param), OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr2, DAT_RMR_FIELD_ALL, NULL), OFX_INVALID_ARG(3));
+
+	/* RMRs hold their PZ */
+	CU_ASSERT_EQUAL(ofx_pz_free(pz), OFX_DAT_ERR(DAT_INVALID_STATE,
+						     DAT_INVALID_STATE_PZ_IN_USE));
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr1), OFX_DAT_ERR(DAT_INVALID_HANDLE,
+							DAT_INVALID_HANDLE_RMR));
+	ofx_rmr_destroy(ofx_rmr_from_handle(rmr2));
+	CU_ASSERT_EQUAL(model_mws, 0);
+	CU_ASSERT_EQUAL(ofx_pz_free(pz), DAT_SUCCESS);
+
+	/* a device with type 2 windows only */
+	fake_ia_fini();
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2A);
+	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), IBV_MW_TYPE_2);
+	CU_ASSERT_EQUAL(ofx_rmr_scope(&ia), DAT_RMR_SCOPE_EP);
+	fake_ia_fini();
+}
+
+static void test_type1_bind_reports_a_completion_and_query_follows(void)
+{
+	struct fixture f;
+	DAT_LMR_TRIPLET t;
+	DAT_RMR_HANDLE rmr;
+	DAT_RMR_CONTEXT ctx = 0, old;
+	DAT_RMR_PARAM param;
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW);
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	/* LMRs of a device with windows can take binds */
+	CU_ASSERT_TRUE(model_last_access & IBV_ACCESS_MW_BIND);
+	CU_ASSERT_FATAL(ofx_rmr_create(f.pz, &rmr) == DAT_SUCCESS);
+	old = ofx_rmr_from_handle(rmr)->mw->rkey;
+
+	t = triplet(&f, 512, 1024);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, f.ep,
+				     rcookie(0xb1), DAT_COMPLETION_DEFAULT_FLAG, &ctx),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ctx, ibv_inc_rkey(old));
+	CU_ASSERT_FATAL(model_nbinds == 1);
+	CU_ASSERT_PTR_EQUAL(model_binds[0].bind_info.mr, ofx_lmr_from_handle(f.lmr)->mr);
+	CU_ASSERT_EQUAL(model_binds[0].bind_info.addr, t.virtual_address);
+	CU_ASSERT_EQUAL(model_binds[0].bind_info.length, 1024);
+	CU_ASSERT_EQUAL(model_binds[0].bind_info.mw_access_flags,
+			IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
+	CU_ASSERT_TRUE(model_binds[0].send_flags & IBV_SEND_SIGNALED);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&f.ep->send_ring), 1);
+
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.rmr_context, ctx);
+	CU_ASSERT_EQUAL(param.mem_priv, DAT_MEM_PRIV_ALL_FLAG);
+	CU_ASSERT_EQUAL(param.lmr_triplet.virtual_address, t.virtual_address);
+	CU_ASSERT_EQUAL(param.lmr_triplet.segment_length, 1024);
+
+	complete(&f, model_binds[0].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(&f, rmr, 0xb1, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&f.ep->send_ring), 0);
+
+	/*
+	 * A suppressed unbind: length 0, nothing reported on success.  It names
+	 * the bound MR, not NULL, which rxe's library would dereference.
+	 */
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0xb2),
+				     DAT_COMPLETION_SUPPRESS_FLAG, NULL), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nbinds == 2);
+	CU_ASSERT_PTR_EQUAL(model_binds[1].bind_info.mr, ofx_lmr_from_handle(f.lmr)->mr);
+	CU_ASSERT_EQUAL(model_binds[1].bind_info.length, 0);
+	CU_ASSERT_EQUAL(model_binds[1].bind_info.addr, 0);
+	complete(&f, model_binds[1].wr_id, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(f.req_evd, &(DAT_EVENT){ 0 })),
+			DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.mem_priv, DAT_MEM_PRIV_NONE_FLAG);
+	CU_ASSERT_EQUAL(param.lmr_triplet.segment_length, 0);
+	/* unbinding an unbound window posts nothing and completes at once */
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0xb3), 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(model_nbinds, 2);
+	expect_bind_event(&f, rmr, 0xb3, DAT_DTO_SUCCESS);
+
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	fixture_fini(&f);
+	fake_ia_fini();
+}
+
+static void test_failed_bind_rolls_the_key_back_and_breaks_the_ep(void)
+{
+	struct fixture f;
+	DAT_LMR_TRIPLET t;
+	DAT_RMR_HANDLE rmr;
+	DAT_RMR_CONTEXT k0, k1 = 0, k2 = 0;
+	DAT_EVENT ev;
+	unsigned int saved = ofx_log_subsys_mask;
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW);
+	ofx_log_subsys_mask &= ~((1u << OFX_SUBSYS_EP) | (1u << OFX_SUBSYS_DTO) |
+				 (1u << OFX_SUBSYS_MEM));
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	CU_ASSERT_FATAL(ofx_rmr_create(f.pz, &rmr) == DAT_SUCCESS);
+	k0 = ofx_rmr_from_handle(rmr)->mw->rkey;
+
+	/* two binds in flight; the first fails, the second is flushed behind it */
+	t = triplet(&f, 0, 128);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(1), 0, &k1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(2), 0, &k2), DAT_SUCCESS);
+	CU_ASSERT_NOT_EQUAL(k1, k0);
+	CU_ASSERT_NOT_EQUAL(k2, k1);
+	complete(&f, model_binds[0].wr_id, IBV_WC_MW_BIND_ERR);
+	complete(&f, model_binds[1].wr_id, IBV_WC_WR_FLUSH_ERR);
+	expect_bind_event(&f, rmr, 1, DAT_RMR_OPERATION_FAILED);
+	expect_bind_event(&f, rmr, 2, DAT_DTO_ERR_FLUSHED);
+	/* the device never moved off k0: neither must the library's copy */
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr)->mw->rkey, k0);
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr)->rkey, k0);
+	/* a bind error on a live EP breaks the connection */
+	CU_ASSERT_EQUAL(f.ep->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_FATAL(ofx_evd_dequeue(f.conn_evd, &ev) == DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_BROKEN);
+
+	/* the device's window state is unknown now: an unbind is posted */
+	CU_ASSERT_TRUE(ofx_rmr_from_handle(rmr)->bound);
+	/* a bind the library refuses leaves the key alone too */
+	model_bind_errno = EINVAL;
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+						  DAT_VA_TYPE_VA, f.ep, rcookie(3), 0, NULL)),
+			DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr)->mw->rkey, k0);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&f.ep->send_ring), 0);
+
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	fixture_fini(&f);
+	ofx_log_subsys_mask = saved;
+	fake_ia_fini();
+}
+
+static void test_type2_binds_and_invalidates_with_work_requests(void)
+{
+	struct fixture f;
+	DAT_LMR_TRIPLET t;
+	DAT_RMR_HANDLE rmr;
+	DAT_RMR_CONTEXT k0, k1 = 0, k2 = 0;
+	DAT_EVENT ev;
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &rmr) == DAT_SUCCESS);
+	k0 = ofx_rmr_from_handle(rmr)->mw->rkey;
+
+	t = triplet(&f, 64, 256);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x21), 0, &k1), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 1);
+	CU_ASSERT_EQUAL(model_wrs[0].opcode, IBV_WR_BIND_MW);
+	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.rkey, ibv_inc_rkey(k0));
+	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.bind_info.length, 256);
+	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_READ);
+	CU_ASSERT_EQUAL(k1, ibv_inc_rkey(k0));
+
+	/* rebinding a bound type 2 window invalidates it first, unreported */
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x22), 0, &k2), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 3);
+	CU_ASSERT_EQUAL(model_wrs[1].opcode, IBV_WR_LOCAL_INV);
+	CU_ASSERT_EQUAL(model_wrs[1].invalidate_rkey, k1);
+	CU_ASSERT_EQUAL(model_wrs[2].opcode, IBV_WR_BIND_MW);
+	CU_ASSERT_EQUAL(k2, ibv_inc_rkey(k1));
+	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
+	complete(&f, model_wrs[1].wr_id, IBV_WC_SUCCESS);
+	complete(&f, model_wrs[2].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(&f, rmr, 0x21, DAT_DTO_SUCCESS);
+	expect_bind_event(&f, rmr, 0x22, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(f.req_evd, &ev)), DAT_QUEUE_EMPTY);
+
+	/* unbind: a reported LOCAL_INV; unbinding again has nothing to post */
+	t.segment_length = 0;
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_NONE_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0x23), 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 4);
+	CU_ASSERT_EQUAL(model_wrs[3].opcode, IBV_WR_LOCAL_INV);
+	CU_ASSERT_EQUAL(model_wrs[3].invalidate_rkey, k2);
+	complete(&f, model_wrs[3].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(&f, rmr, 0x23, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x24), 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(model_nwrs, 4);
+	expect_bind_event(&f, rmr, 0x24, DAT_DTO_SUCCESS);
+
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	fixture_fini(&f);
+	fake_ia_fini();
+}
+
+static void test_bind_checks_its_arguments(void)
+{
+	struct fixture f, g;
+	DAT_REGION_DESCRIPTION region = { .for_va = buf };
+	DAT_LMR_TRIPLET t, bad;
+	DAT_LMR_HANDLE ro_lmr;
+	DAT_LMR_CONTEXT ro_lkey;
+	DAT_RMR_HANDLE rmr, rmr_g;
+	unsigned int saved = ofx_log_subsys_mask;
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW);
+	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_MEM);
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	fixture_init(&g, DAT_EVD_DTO_FLAG);	/* request EVD without RMR_BIND */
+	CU_ASSERT_FATAL(ofx_rmr_create(f.pz, &rmr) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_rmr_create(g.pz, &rmr_g) == DAT_SUCCESS);
+	t = triplet(&f, 0, 64);
+
+	CU_ASSERT_EQUAL(ofx_rmr_bind(f.lmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_RMR));
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, rmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_LMR));
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, NULL, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), 0, NULL), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, (DAT_MEM_PRIV_FLAGS)0x1000, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), 0, NULL), OFX_INVALID_ARG(4));
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG,
+						  DAT_VA_TYPE_ZB, f.ep, rcookie(0), 0, NULL)),
+			DAT_MODEL_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.lmr, rcookie(0), 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EP));
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), DAT_COMPLETION_SOLICITED_WAIT_FLAG, NULL),
+			OFX_INVALID_ARG(8));
+	/* the EP's request EVD must take RMR bind events */
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr_g, g.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     g.ep, rcookie(0), 0, NULL), OFX_INVALID_ARG(6));
+	/* RMR, LMR and EP must share one PZ */
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr_g, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG,
+						  DAT_VA_TYPE_VA, f.ep, rcookie(0), 0, NULL)),
+			DAT_PROTECTION_VIOLATION);
+	/* the triplet must name this LMR and lie inside it */
+	bad = t;
+	bad.lmr_context++;
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr, f.lmr, &bad, DAT_MEM_PRIV_ALL_FLAG,
+						  DAT_VA_TYPE_VA, f.ep, rcookie(0), 0, NULL)),
+			DAT_PROTECTION_VIOLATION);
+	bad = triplet(&f, sizeof(buf) - 32, 64);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &bad, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), 0, NULL), OFX_INVALID_ARG(3));
+	/* remote write through a window needs a locally writable LMR */
+	CU_ASSERT_FATAL(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), f.pz,
+				       DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_VA_TYPE_VA, &ro_lmr,
+				       &ro_lkey, NULL, NULL, NULL) == DAT_SUCCESS);
+	bad = t;
+	bad.lmr_context = ro_lkey;
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr, ro_lmr, &bad,
+						  DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA,
+						  f.ep, rcookie(0), 0, NULL)),
+			DAT_PRIVILEGES_VIOLATION);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, ro_lmr, &bad, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0),
+				     DAT_COMPLETION_SUPPRESS_FLAG, NULL), DAT_SUCCESS);
+	/* an EP that is not connected takes no binds */
+	f.ep->state = OFX_EP_UNCONNECTED;
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(0), 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
+	CU_ASSERT_EQUAL(model_nbinds, 1);
+
+	/* freed with a bind in flight: its completion is still handled afterwards */
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	complete(&f, model_binds[0].wr_id, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(f.req_evd, &(DAT_EVENT){ 0 })),
+			DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr_g), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_lmr_free(ro_lmr), DAT_SUCCESS);
+	fixture_fini(&g);
+	fixture_fini(&f);
+	ofx_log_subsys_mask = saved;
+	fake_ia_fini();
+}
+
+CU_TestInfo ofx_test_rmr[] = {
+	{ "without memory windows create is not implemented",
+	  test_without_memory_windows_create_is_not_implemented },
+	{ "create picks the window type and query reports it",
+	  test_create_picks_the_window_type_and_query_reports_it },
+	{ "type 1 bind reports a completion and query follows",
+	  test_type1_bind_reports_a_completion_and_query_follows },
+	{ "failed bind rolls the key back and breaks the ep",
+	  test_failed_bind_rolls_the_key_back_and_breaks_the_ep },
+	{ "type 2 binds and invalidates with work requests",
+	  test_type2_binds_and_invalidates_with_work_requests },
+	{ "bind checks its arguments", test_bind_checks_its_arguments },
+	CU_TEST_INFO_NULL,
+};

@@ -1,0 +1,729 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#include "unit.h"
+
+#include "dto.h"
+#include "ep.h"
+#include "evd.h"
+#include "ia.h"
+#include "pz.h"
+#include "srq.h"
+#include "status.h"
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/eventfd.h>
+
+/*
+ * Shared receive queues against a verbs model (no device): SRQs, QPs and
+ * CQs are plain structs, posted SRQ receives are remembered in posting
+ * order, and a test completes them by pushing work completions with any
+ * wr_id and qp_num into a CQ, in any order.  The IA has no progress thread,
+ * so timers never fire; the async handlers are called directly.
+ */
+
+#define MAX_POSTS 64
+#define CQ_DEPTH 32
+
+struct model_cq {
+	struct ibv_cq cq;
+	struct ibv_wc q[CQ_DEPTH];
+	int head, n;
+};
+
+static struct ofx_verbs_ops model;
+static uint64_t srq_posted[MAX_POSTS];	/* wr_ids in posting order */
+static int nposted;
+static int srq_modifies;		/* modify_srq calls */
+static uint32_t srq_limit = ~0u;	/* last limit armed */
+static uint32_t srq_max_wr;
+static uint32_t next_qp_num = 0x100;
+static int live_qps, live_srqs;
+
+static struct ibv_comp_channel *model_create_comp_channel(struct ibv_context *ctx)
+{
+	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
+
+	if (!ch)
+		return NULL;
+	ch->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+	return ch;
+}
+
+static int model_destroy_comp_channel(struct ibv_comp_channel *ch)
+{
+	close(ch->fd);
+	free(ch);
+	return 0;
+}
+
+static struct ibv_cq *model_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
+				      struct ibv_comp_channel *ch, int vec)
+{
+	struct model_cq *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return NULL;
+	m->cq.cqe = cqe;
+	m->cq.cq_context = cq_context;
+	m->cq.channel = ch;
+	return &m->cq;
+}
+
+static int model_destroy_cq(struct ibv_cq *cq)
+{
+	free(container_of(cq, struct model_cq, cq));
+	return 0;
+}
+
+static int model_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+{
+	struct model_cq *m = container_of(cq, struct model_cq, cq);
+	int got = 0;
+
+	while (got < n && m->n) {
+		wc[got++] = m->q[m->head];
+		m->head = (m->head + 1) % CQ_DEPTH;
+		m->n--;
+	}
+	return got;
+}
+
+static int model_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	return 0;
+}
+
+static struct ibv_srq *model_create_srq_ex(struct ibv_context *ctx,
+					   struct ibv_srq_init_attr_ex *attr)
+{
+	struct ibv_srq *srq;
+
+	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
+		errno = EINVAL;
+		return NULL;
+	}
+	srq = calloc(1, sizeof(*srq));
+	if (!srq)
+		return NULL;
+	srq->srq_context = attr->srq_context;
+	srq->pd = attr->pd;
+	srq_max_wr = attr->attr.max_wr;
+	live_srqs++;
+	return srq;
+}
+
+static int model_destroy_srq(struct ibv_srq *srq)
+{
+	live_srqs--;
+	free(srq);
+	return 0;
+}
+
+static int model_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	if (mask & IBV_SRQ_LIMIT) {
+		if (attr->srq_limit >= srq_max_wr)
+			return EINVAL;
+		srq_limit = attr->srq_limit;
+	}
+	if (mask & IBV_SRQ_MAX_WR)
+		srq_max_wr = attr->max_wr;
+	srq_modifies++;
+	return 0;
+}
+
+static int model_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			       struct ibv_recv_wr **bad)
+{
+	if (nposted >= MAX_POSTS) {
+		*bad = wr;
+		return ENOMEM;
+	}
+	srq_posted[nposted++] = wr->wr_id;
+	return 0;
+}
+
+static struct ibv_qp *model_create_qp_ex(struct ibv_context *ctx,
+					 struct ibv_qp_init_attr_ex *attr)
+{
+	struct ibv_qp *qp = calloc(1, sizeof(*qp));
+
+	if (!qp)
+		return NULL;
+	/* the real kernel ignores receive caps of a QP fed by an SRQ */
+	CU_ASSERT(!attr->srq || (attr->cap.max_recv_wr == 0 && attr->cap.max_recv_sge == 0));
+	qp->qp_num = next_qp_num++;
+	qp->qp_context = attr->qp_context;
+	qp->srq = attr->srq;
+	qp->send_cq = attr->send_cq;
+	qp->recv_cq = attr->recv_cq;
+	qp->state = IBV_QPS_RESET;
+	live_qps++;
+	return qp;
+}
+
+static int model_destroy_qp(struct ibv_qp *qp)
+{
+	live_qps--;
+	free(qp);
+	return 0;
+}
+
+static int model_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	if (mask & IBV_QP_STATE)
+		qp->state = attr->qp_state;
+	return 0;
+}
+
+static int model_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
+{
+	*bad = wr;
+	return qp->srq ? EINVAL : 0;
+}
+
+static DAT_PROVIDER test_provider;
+static struct ofx_ia ia;
+static struct ibv_pd fake_pd, other_pd;
+static struct ofx_pz pz, other_pz;
+static struct model_cq empty_cq;
+
+static void fake_pz_init(struct ofx_pz *z, struct ibv_pd *pd)
+{
+	memset(z, 0, sizeof(*z));
+	z->obj.provider = &test_provider;
+	z->obj.type = OFX_OBJ_PZ;
+	z->obj.ia = &ia;
+	z->pd = pd;
+	atomic_init(&z->refs, 0);
+}
+
+static void setup(void)
+{
+	memset(&ia, 0, sizeof(ia));
+	ia.obj.provider = &test_provider;
+	ia.obj.type = OFX_OBJ_IA;
+	ia.obj.ia = &ia;
+	pthread_mutex_init(&ia.obj_lock, NULL);
+	ofx_list_init(&ia.objects);
+	ofx_list_init(&ia.zombies);
+	ofx_config_defaults(&ia.cfg);
+	ia.dev_attr.max_srq = 8;
+	ia.dev_attr.max_srq_wr = 64;
+	ia.dev_attr.max_srq_sge = 4;
+	ia.dev_attr.max_qp_wr = 64;
+	ia.dev_attr.max_sge = 4;
+	ia.dev_attr.max_qp_rd_atom = 4;
+	ia.dev_attr.max_qp_init_rd_atom = 4;
+	ia.port_attr.max_msg_sz = 1u << 30;
+	ia.empty_cq = &empty_cq.cq;
+
+	model = ofx_verbs_real;
+	model.create_comp_channel = model_create_comp_channel;
+	model.destroy_comp_channel = model_destroy_comp_channel;
+	model.create_cq = model_create_cq;
+	model.destroy_cq = model_destroy_cq;
+	model.poll_cq = model_poll_cq;
+	model.req_notify_cq = model_req_notify_cq;
+	model.create_srq_ex = model_create_srq_ex;
+	model.destroy_srq = model_destroy_srq;
+	model.modify_srq = model_modify_srq;
+	model.post_srq_recv = model_post_srq_recv;
+	model.create_qp_ex = model_create_qp_ex;
+	model.destroy_qp = model_destroy_qp;
+	model.modify_qp = model_modify_qp;
+	model.post_recv = model_post_recv;
+	ofx_verbs_set(&model);
+	nposted = srq_modifies = live_qps = live_srqs = 0;
+	srq_limit = ~0u;
+
+	CU_ASSERT_FATAL(ofx_evd_create_internal(&ia, 16, DAT_EVD_ASYNC_FLAG, &ia.async_evd) == 0);
+	fake_pz_init(&pz, &fake_pd);
+	fake_pz_init(&other_pz, &other_pd);
+}
+
+static void teardown(void)
+{
+	ofx_evd_destroy(ia.async_evd);
+	ia.async_evd = NULL;
+	CU_ASSERT_EQUAL(live_qps, 0);
+	CU_ASSERT_EQUAL(live_srqs, 0);
+	CU_ASSERT_EQUAL(atomic_load(&pz.refs), 0);
+	CU_ASSERT_TRUE(ofx_list_empty(&ia.objects));
+	ofx_verbs_set(NULL);
+	pthread_mutex_destroy(&ia.obj_lock);
+}
+
+static DAT_SRQ_HANDLE srq_new(DAT_COUNT dtos, DAT_COUNT lw)
+{
+	DAT_SRQ_ATTR attr = { .max_recv_dtos = dtos, .max_recv_iov = 1, .low_watermark = lw };
+	DAT_SRQ_HANDLE h = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_srq_create(&ia, &pz, &attr, &h), DAT_SUCCESS);
+	return h;
+}
+
+static struct ofx_evd *dto_evd_new(void)
+{
+	struct ofx_evd *evd;
+
+	CU_ASSERT_FATAL(ofx_evd_create_internal(&ia, 16, DAT_EVD_DTO_FLAG, &evd) == 0);
+	return evd;
+}
+
+static DAT_EP_ATTR srq_ep_attr(void)
+{
+	DAT_EP_ATTR a;
+
+	memset(&a, 0, sizeof(a));
+	a.service_type = DAT_SERVICE_TYPE_RC;
+	a.max_recv_dtos = 4;	/* ignored for an SRQ EP */
+	a.max_recv_iov = 1;
+	a.max_request_iov = 1;
+	return a;
+}
+
+static struct ofx_ep *srq_ep_new(DAT_SRQ_HANDLE srq, struct ofx_evd *recv_evd)
+{
+	DAT_EP_ATTR a = srq_ep_attr();
+	DAT_EP_HANDLE h = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_create_with_srq(&ia, &pz, recv_evd, NULL, NULL, srq, &a, &h),
+			      DAT_SUCCESS);
+	return h;
+}
+
+static void post(DAT_SRQ_HANDLE srq, uint64_t cookie, uint32_t len)
+{
+	static char buf[4096];
+	DAT_LMR_TRIPLET iov = { .lmr_context = 1, .virtual_address = (uintptr_t)buf,
+				.segment_length = len };
+	DAT_DTO_COOKIE c = { .as_64 = cookie };
+
+	CU_ASSERT_EQUAL(ofx_srq_post_recv(srq, 1, &iov, c), DAT_SUCCESS);
+}
+
+/* The device completes the i-th posted SRQ receive on `ep`'s QP. */
+static void complete(int i, uint32_t qp_num, struct ofx_evd *evd, uint32_t byte_len,
+		     enum ibv_wc_status status)
+{
+	struct model_cq *m = container_of(evd->cq, struct model_cq, cq);
+	struct ibv_wc *wc = &m->q[(m->head + m->n) % CQ_DEPTH];
+
+	CU_ASSERT_FATAL(i < nposted && m->n < CQ_DEPTH);
+	memset(wc, 0, sizeof(*wc));
+	wc->wr_id = srq_posted[i];
+	wc->qp_num = qp_num;
+	wc->status = status;
+	wc->opcode = IBV_WC_RECV;
+	wc->byte_len = byte_len;
+	m->n++;
+}
+
+static DAT_COUNT outstanding(DAT_SRQ_HANDLE srq)
+{
+	DAT_SRQ_PARAM p;
+
+	CU_ASSERT_EQUAL(ofx_srq_query(srq, DAT_SRQ_FIELD_ALL, &p), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(p.available_dto_count, p.outstanding_dto_count);
+	return p.outstanding_dto_count;
+}
+
+static void expect_recv(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie, uint32_t len)
+{
+	DAT_EVENT ev;
+	DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
+	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
+	CU_ASSERT_EQUAL(d->transfered_length, len);
+	CU_ASSERT_EQUAL(d->operation, DAT_DTO_RECEIVE);
+	CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
+}
+
+static void expect_empty(struct ofx_evd *evd)
+{
+	DAT_EVENT ev;
+
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(evd, &ev)), DAT_QUEUE_EMPTY);
+}
+
+static void expect_async(DAT_EVENT_NUMBER num, void *handle, DAT_COUNT reason)
+{
+	DAT_EVENT ev;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(ia.async_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, num);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.asynch_error_event_data.dat_handle, handle);
+	CU_ASSERT_EQUAL(ev.event_data.asynch_error_event_data.reason, reason);
+}
+
+static void test_create_checks_attributes_and_query_reports_them(void)
+{
+	DAT_SRQ_ATTR attr = { .max_recv_dtos = 8, .max_recv_iov = 1, .low_watermark = 0 };
+	DAT_SRQ_HANDLE h;
+	DAT_SRQ_PARAM p;
+
+	setup();
+	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, NULL, &h), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, &attr, NULL), OFX_INVALID_ARG(4));
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_srq_create(&ia, &ia, &attr, &h)), DAT_INVALID_HANDLE);
+	attr.max_recv_dtos = 0;
+	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, &attr, &h), OFX_INVALID_ARG(3));
+	attr.max_recv_dtos = 65;
+	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, &attr, &h), OFX_INVALID_ARG(3));
+	attr.max_recv_dtos = 8;
+	attr.max_recv_iov = 5;
+	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, &attr, &h), OFX_INVALID_ARG(3));
+	attr.max_recv_iov = 2;
+	attr.low_watermark = 8;
+	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, &attr, &h), OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(live_srqs, 0);
+
+	attr.low_watermark = 3;
+	CU_ASSERT_EQUAL_FATAL(ofx_srq_create(&ia, &pz, &attr, &h), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(srq_limit, 3);	/* armed at create */
+	CU_ASSERT_EQUAL(atomic_load(&pz.refs), 1);
+	memset(&p, 0xa5, sizeof(p));
+	CU_ASSERT_EQUAL(ofx_srq_query(h, DAT_SRQ_FIELD_ALL, &p), DAT_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(p.ia_handle, &ia);	/* unknown to libdat2: the pointer */
+	CU_ASSERT_EQUAL(p.srq_state, DAT_SRQ_STATE_OPERATIONAL);
+	CU_ASSERT_PTR_EQUAL(p.pz_handle, &pz);
+	CU_ASSERT_EQUAL(p.max_recv_dtos, 8);
+	CU_ASSERT_EQUAL(p.max_recv_iov, 2);
+	CU_ASSERT_EQUAL(p.low_watermark, 3);
+	CU_ASSERT_EQUAL(p.available_dto_count, 0);
+	CU_ASSERT_EQUAL(p.outstanding_dto_count, 0);
+	CU_ASSERT_EQUAL(ofx_srq_free(h), DAT_SUCCESS);
+	teardown();
+}
+
+static void test_receives_route_to_the_ep_of_the_qp_out_of_order(void)
+{
+	struct ofx_evd *evd1, *evd2;
+	struct ofx_ep *a, *b;
+	DAT_SRQ_HANDLE srq;
+	int i;
+
+	setup();
+	srq = srq_new(4, 0);
+	evd1 = dto_evd_new();
+	evd2 = dto_evd_new();
+	a = srq_ep_new(srq, evd1);
+	b = srq_ep_new(srq, evd2);
+	CU_ASSERT_PTR_NOT_NULL(a->qp->srq);
+	CU_ASSERT_EQUAL(a->recv_ring.size, 0);	/* no recv ring on an SRQ EP */
+
+	for (i = 0; i < 4; i++)
+		post(srq, 100 + i, 1024);
+	CU_ASSERT_EQUAL(outstanding(srq), 4);
+	/* full: the fifth receive does not fit */
+	{
+		DAT_LMR_TRIPLET iov = { .segment_length = 8 };
+		DAT_DTO_COOKIE c = { .as_64 = 999 };
+
+		CU_ASSERT_EQUAL(ofx_srq_post_recv(srq, 1, &iov, c),
+				OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ));
+	}
+
+	/* the device hands the receives to whichever QP a message came in on */
+	complete(2, b->qp->qp_num, evd2, 10, IBV_WC_SUCCESS);
+	complete(0, a->qp->qp_num, evd1, 20, IBV_WC_SUCCESS);
+	complete(3, a->qp->qp_num, evd1, 30, IBV_WC_SUCCESS);
+	expect_recv(evd2, b, 102, 10);
+	expect_recv(evd1, a, 100, 20);
+	expect_recv(evd1, a, 103, 30);
+	expect_empty(evd1);
+	expect_empty(evd2);
+	CU_ASSERT_EQUAL(outstanding(srq), 1);
+
+	/* the three freed slots are reused although slot 1 is still out */
+	post(srq, 200, 64);
+	post(srq, 201, 64);
+	post(srq, 202, 64);
+	CU_ASSERT_EQUAL(outstanding(srq), 4);
+	CU_ASSERT_NOT_EQUAL(srq_posted[4], srq_posted[1]);
+	CU_ASSERT_NOT_EQUAL(srq_posted[5], srq_posted[1]);
+	CU_ASSERT_NOT_EQUAL(srq_posted[6], srq_posted[1]);
+	complete(1, b->qp->qp_num, evd2, 40, IBV_WC_SUCCESS);
+	complete(6, b->qp->qp_num, evd2, 50, IBV_WC_SUCCESS);
+	complete(4, a->qp->qp_num, evd1, 60, IBV_WC_SUCCESS);
+	expect_recv(evd2, b, 101, 40);
+	expect_recv(evd2, b, 202, 50);
+	expect_recv(evd1, a, 200, 60);
+	CU_ASSERT_EQUAL(outstanding(srq), 1);
+
+	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_free(b), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	ofx_evd_destroy(evd1);
+	ofx_evd_destroy(evd2);
+	teardown();
+}
+
+static void test_free_is_refused_while_eps_use_it(void)
+{
+	struct ofx_evd *evd;
+	struct ofx_ep *a, *b;
+	DAT_SRQ_HANDLE srq;
+	DAT_LMR_TRIPLET iov = { .segment_length = 8 };
+	DAT_DTO_COOKIE c = { .as_64 = 1 };
+
+	setup();
+	srq = srq_new(4, 0);
+	evd = dto_evd_new();
+	a = srq_ep_new(srq, evd);
+	b = srq_ep_new(srq, evd);
+	/* receives of an SRQ EP go to the SRQ */
+	CU_ASSERT_EQUAL(ofx_ep_post_recv(a, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE));
+	CU_ASSERT_EQUAL(ofx_srq_free(srq),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE));
+	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE));
+	CU_ASSERT_EQUAL(ofx_ep_free(b), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_completions_of_a_freed_ep_are_dropped(void)
+{
+	struct ofx_evd *evd;
+	struct ofx_ep *a, *b;
+	DAT_SRQ_HANDLE srq;
+	uint32_t a_qp;
+
+	setup();
+	srq = srq_new(4, 0);
+	evd = dto_evd_new();
+	a = srq_ep_new(srq, evd);
+	b = srq_ep_new(srq, evd);
+	a_qp = a->qp->qp_num;
+	post(srq, 1, 64);
+	post(srq, 2, 64);
+	post(srq, 3, 64);
+	/* one in the CQ when the EP goes, one after it went */
+	complete(0, a_qp, evd, 64, IBV_WC_SUCCESS);
+	complete(1, b->qp->qp_num, evd, 64, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
+	complete(2, a_qp, evd, 64, IBV_WC_WR_FLUSH_ERR);
+	/* b's receive, polled during a's teardown, is still reported */
+	expect_recv(evd, b, 2, 64);
+	expect_empty(evd);
+	CU_ASSERT_EQUAL(outstanding(srq), 0);	/* every slot came back */
+
+	CU_ASSERT_EQUAL(ofx_ep_free(b), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_ep_create_with_srq_checks_its_arguments(void)
+{
+	DAT_EP_ATTR a = srq_ep_attr();
+	DAT_NAMED_ATTR p2p = { "P2P", "on" };
+	struct ofx_evd *evd;
+	struct ofx_srq *s;
+	DAT_SRQ_HANDLE srq;
+	DAT_EP_HANDLE h;
+
+	setup();
+	srq = srq_new(4, 0);
+	s = srq;
+	evd = dto_evd_new();
+	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &pz, evd, NULL, NULL, evd, &a, &h),
+			ofx_invalid_handle(OFX_OBJ_SRQ));
+	/* the receives must be reported somewhere */
+	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &pz, NULL, NULL, NULL, srq, &a, &h),
+			OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV));
+	/* srq_ep_pz_difference_supported is FALSE */
+	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &other_pz, evd, NULL, NULL, srq, &a, &h),
+			OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &pz, evd, NULL, NULL, srq, &a, NULL),
+			OFX_INVALID_ARG(8));
+	a.ep_provider_specific_count = 1;
+	a.ep_provider_specific = &p2p;
+	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &pz, evd, NULL, NULL, srq, &a, &h),
+			OFX_INVALID_ARG(7));
+	a.ep_provider_specific_count = 0;
+	/* an SRQ being freed takes no new EP */
+	s->state = DAT_SRQ_STATE_SHUTDOWN;
+	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &pz, evd, NULL, NULL, srq, &a, &h),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_SHUTDOWN));
+	CU_ASSERT_EQUAL(live_qps, 0);
+	s->state = DAT_SRQ_STATE_OPERATIONAL;
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_low_watermark_fires_and_is_rearmed(void)
+{
+	DAT_SRQ_HANDLE srq;
+	struct ofx_srq *s;
+	DAT_EVENT ev;
+	int i, before;
+
+	setup();
+	srq = srq_new(8, 0);
+	s = srq;
+	CU_ASSERT_EQUAL(srq_modifies, 0);
+	CU_ASSERT_EQUAL(ofx_srq_set_lw(srq, 8), OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_srq_set_lw(srq, -1), OFX_INVALID_ARG(2));
+	for (i = 0; i < 4; i++)
+		post(srq, i, 64);
+	CU_ASSERT_EQUAL(ofx_srq_set_lw(srq, 2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(srq_limit, 2);
+	CU_ASSERT_TRUE(atomic_load(&s->lw_armed));
+
+	/* the device reports the limit once and disarms it */
+	ofx_srq_limit_reached(s);
+	expect_async(DAT_ASYNC_ERROR_EP_BROKEN, srq, DAT_SRQ_LOW_WATERMARK_EVENT);
+	CU_ASSERT_FALSE(atomic_load(&s->lw_armed));
+	/* the consumer replenishes above the watermark: armed again */
+	before = srq_modifies;
+	srq_limit = ~0u;
+	post(srq, 10, 64);
+	CU_ASSERT_EQUAL(srq_modifies, before + 1);
+	CU_ASSERT_EQUAL(srq_limit, 2);
+	CU_ASSERT_TRUE(atomic_load(&s->lw_armed));
+	/* no re-arm while armed */
+	post(srq, 11, 64);
+	CU_ASSERT_EQUAL(srq_modifies, before + 1);
+
+	/* a watermark above what is posted fires at once and arms later */
+	CU_ASSERT_EQUAL(ofx_srq_set_lw(srq, 7), DAT_SUCCESS);
+	expect_async(DAT_ASYNC_ERROR_EP_BROKEN, srq, DAT_SRQ_LOW_WATERMARK_EVENT);
+	CU_ASSERT_FALSE(atomic_load(&s->lw_armed));
+	post(srq, 12, 64);	/* 7 posted: not above */
+	CU_ASSERT_FALSE(atomic_load(&s->lw_armed));
+	post(srq, 13, 64);	/* 8 posted */
+	CU_ASSERT_TRUE(atomic_load(&s->lw_armed));
+	CU_ASSERT_EQUAL(srq_limit, 7);
+
+	/* zero switches it off */
+	CU_ASSERT_EQUAL(ofx_srq_set_lw(srq, 0), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(srq_limit, 0);
+	CU_ASSERT_FALSE(atomic_load(&s->lw_armed));
+	ofx_srq_limit_reached(s);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	teardown();
+}
+
+static void test_resize_grows_and_old_slots_still_complete(void)
+{
+	struct ofx_evd *evd;
+	struct ofx_ep *a;
+	DAT_SRQ_HANDLE srq;
+	DAT_LMR_TRIPLET iov = { .segment_length = 8 };
+	DAT_DTO_COOKIE c = { .as_64 = 0 };
+	int i;
+
+	setup();
+	srq = srq_new(2, 1);
+	evd = dto_evd_new();
+	a = srq_ep_new(srq, evd);
+	post(srq, 1, 8);
+	post(srq, 2, 8);
+	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 1), OFX_INVALID_ARG(2));	/* below posted */
+	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 65), OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 8), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(srq_max_wr, 8);
+	for (i = 0; i < 6; i++)
+		post(srq, 10 + i, 8);
+	CU_ASSERT_EQUAL(ofx_srq_post_recv(srq, 1, &iov, c),
+			OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ));
+	/* a receive posted before the resize completes normally */
+	complete(1, a->qp->qp_num, evd, 8, IBV_WC_SUCCESS);
+	expect_recv(evd, a, 2, 8);
+	CU_ASSERT_EQUAL(outstanding(srq), 7);
+	/* shrinking only lowers the limit, never below what is posted */
+	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 6), OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 7), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(srq_max_wr, 8);
+	CU_ASSERT_EQUAL(ofx_srq_post_recv(srq, 1, &iov, c),
+			OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ));
+	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+static void test_last_wqe_is_reported_once_per_connection(void)
+{
+	struct ofx_evd *evd, *conn;
+	struct ofx_ep *a;
+	DAT_SRQ_HANDLE srq;
+	DAT_EVENT ev;
+
+	setup();
+	srq = srq_new(4, 0);
+	evd = dto_evd_new();
+	CU_ASSERT_FATAL(ofx_evd_create_internal(&ia, 8, DAT_EVD_CONNECTION_FLAG, &conn) == 0);
+	a = srq_ep_new(srq, evd);
+	a->conn_evd = conn;
+	atomic_store(&a->recv_live, true);	/* as after connect or accept */
+
+	/* the connection ends: the bounded wait for the device event starts */
+	pthread_mutex_lock(&a->lock);
+	ofx_ep_post_conn_event(a, DAT_CONNECTION_EVENT_DISCONNECTED, false);
+	pthread_mutex_unlock(&a->lock);
+	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe), OFX_LASTWQE_WAITING);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(conn, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
+
+	/* stock's mapping, which dtestsrq waits for after each DISCONNECTED */
+	ofx_srq_ep_last_wqe(a);
+	expect_async(DAT_ASYNC_ERROR_EP_BROKEN, a, 0);
+	ofx_srq_ep_last_wqe(a);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
+	/* nor does a second terminal event start another wait */
+	pthread_mutex_lock(&a->lock);
+	ofx_ep_post_conn_event(a, DAT_CONNECTION_EVENT_BROKEN, false);
+	pthread_mutex_unlock(&a->lock);
+	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe), OFX_LASTWQE_DONE);
+	CU_ASSERT_FALSE(ofx_srq_ep_lastwqe_pending(a));
+
+	/* reset: the next connection reports again, and never for a dying EP */
+	pthread_mutex_lock(&a->lock);
+	ofx_srq_ep_reset(a);
+	pthread_mutex_unlock(&a->lock);
+	CU_ASSERT_TRUE(ofx_srq_ep_lastwqe_pending(a));
+	atomic_store(&a->dying, true);
+	ofx_srq_ep_last_wqe(a);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
+	atomic_store(&a->dying, false);
+
+	a->conn_evd = NULL;
+	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
+	ofx_evd_destroy(conn);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+CU_TestInfo ofx_test_srq[] = {
+	{ "create checks attributes, query reports them",
+	  test_create_checks_attributes_and_query_reports_them },
+	{ "receives route to the ep of the qp, out of order across eps",
+	  test_receives_route_to_the_ep_of_the_qp_out_of_order },
+	{ "srq_free is refused while eps use the srq", test_free_is_refused_while_eps_use_it },
+	{ "completions of a freed ep are dropped and their slots retired",
+	  test_completions_of_a_freed_ep_are_dropped },
+	{ "ep_create_with_srq checks its arguments",
+	  test_ep_create_with_srq_checks_its_arguments },
+	{ "low watermark fires and is re-armed", test_low_watermark_fires_and_is_rearmed },
+	{ "resize grows, old slots still complete",
+	  test_resize_grows_and_old_slots_still_complete },
+	{ "last wqe is reported once per connection",
+	  test_last_wqe_is_reported_once_per_connection },
+	CU_TEST_INFO_NULL,
+};
