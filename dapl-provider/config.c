@@ -37,8 +37,11 @@ const struct ofx_param ofx_params[] = {
 		  "Operation that carries the p2p RTR message: send (zero-byte send), write "
 		  "(zero-byte RDMA write) or read (zero-byte RDMA read)."),
 	TYPED_ROW("xrc", "DAPL_OFX_XRC", OFX_PARAM_TRISTATE, "off", xrc,
-		  "Back SRQ endpoints with XRC queue pairs: auto = when the device and the peer "
-		  "support it, on = ask for it, off = plain RC. iWARP and rxe have no XRC."),
+		  "Back every EP with XRC (its own XRC SRQ to receive, an XRC INI QP shared per "
+		  "remote node to send): on = require a device with XRC (dat_ia_open fails "
+		  "without), auto = XRC where the device has it, else RC, off = plain RC. XRC "
+		  "is used per connection only when the peer runs it too. iWARP and rxe have "
+		  "no XRC."),
 	STRING_ROW("xrcd", "DAPL_OFX_XRCD", "", xrcd,
 		   "Path of the XRC domain file shared by the processes of a job; empty = a "
 		   "private domain per IA."),

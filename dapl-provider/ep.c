@@ -13,6 +13,7 @@
 #include "srq.h"
 #include "status.h"
 #include "verbs.h"
+#include "xrc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -340,6 +341,10 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 		ret = ofx_srq_ep_add(srq, ep);
 		if (ret)
 			goto err_destroy_qp;
+	} else if (ia->xrc) {
+		ret = ofx_xrc_ep_create(ep);
+		if (ret)
+			goto err_destroy_qp;
 	}
 
 	ep_take_refs(ep);
@@ -516,7 +521,8 @@ DAT_RETURN ofx_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
 	if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
 		return OFX_INVALID_ARG(2);
 	pthread_mutex_lock(&ep->lock);
-	ret = ofx_cm_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG);
+	if (!ep->xrc || !ofx_xrc_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG, &ret))
+		ret = ofx_cm_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG);
 	pthread_mutex_unlock(&ep->lock);
 	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
@@ -578,6 +584,7 @@ DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 {
 	struct ofx_cookie_ring *ring = &ep->send_ring;
 	struct ibv_send_wr wr = { 0 }, *bad;
+	struct ibv_qp *qp = ep->qp;
 	struct ofx_cookie *ck;
 	uint64_t total;
 	int ret;
@@ -636,14 +643,22 @@ DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	if (sq_op_inline_ok(p->op) && total <= ep->max_inline && total)
 		wr.send_flags |= IBV_SEND_INLINE;
 
-	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	if (ep->xrc) {
+		/* the shared INI QP, naming the peer's SRQ; NULL once sends stopped */
+		qp = ofx_xrc_sq_begin(ep, &wr);
+		if (!qp)
+			return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED);
+	}
+	ret = ofx_verbs->post_send(qp, &wr, &bad);
+	if (ep->xrc)
+		ofx_xrc_sq_end(ep, qp);
 	if (ret) {
 		ofx_warn("post %s on qp 0x%x: %s", wr.opcode == IBV_WR_SEND ? "send" : "rdma",
-			 ep->qp->qp_num, strerror(ret));
+			 qp->qp_num, strerror(ret));
 		return ofx_dat_status(-ret, OFX_OBJ_EP);
 	}
 	ofx_cookie_ring_commit(ring);
-	ofx_dbg_data("ep %p qp 0x%x op %d len %u", (void *)ep, ep->qp->qp_num, p->op, ck->len);
+	ofx_dbg_data("ep %p qp 0x%x op %d len %u", (void *)ep, qp->qp_num, p->op, ck->len);
 	return DAT_SUCCESS;
 }
 
@@ -705,8 +720,11 @@ static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, int nsge)
 		.sg_list = recv_slot_sges(ep, ck),
 		.num_sge = nsge,
 	}, *bad;
-	int ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
+	int ret;
 
+	if (ep->xrc)
+		return ofx_xrc_post_recv(ep, &wr);
+	ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
 	if (ret)
 		ofx_warn("post recv on qp 0x%x: %s", ep->qp->qp_num, strerror(ret));
 	return -ret;
@@ -854,6 +872,10 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 	}
 	if (ep->srq)
 		ofx_srq_ep_reset(ep);
+	if (ep->xrc && ofx_xrc_ep_reset(ep)) {
+		pthread_mutex_unlock(&ep->lock);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	}
 	ofx_cm_release(ep);
 	/* release drops the lock: only proceed if nobody reconnected meanwhile */
 	if (ep->state == OFX_EP_UNCONNECTED || ep->state == OFX_EP_DISCONNECTED) {
@@ -947,6 +969,7 @@ static void ep_srq_quiesce(struct ofx_ep *ep)
 
 static void ep_free_mem(struct ofx_ep *ep)
 {
+	ofx_xrc_ep_free(ep);
 	free(ep->recv_sges);
 	ofx_cookie_ring_fini(&ep->recv_ring);
 	ofx_cookie_ring_fini(&ep->send_ring);
@@ -957,7 +980,7 @@ static void ep_free_mem(struct ofx_ep *ep)
 static void ep_teardown(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
-	bool clean;
+	bool clean, xrc_clean;
 
 	ofx_csp_detach(ep);
 	pthread_mutex_lock(&ep->lock);
@@ -976,7 +999,9 @@ static void ep_teardown(struct ofx_ep *ep)
 
 	if (ep->srq)
 		ep_srq_quiesce(ep);
-	clean = ep_purge_completions(ep);
+	/* XRC: fence and DISC, then SRQ, INI and TGT references go */
+	xrc_clean = ofx_xrc_ep_teardown(ep);
+	clean = ep_purge_completions(ep) && xrc_clean;
 	/* the SRQ forgets the EP only after its last CQE was polled (or dropped) */
 	if (ep->srq)
 		ofx_srq_ep_remove(ep->srq, ep);
@@ -1061,6 +1086,8 @@ void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 	struct ofx_ia *ia = ep->obj.ia;
 	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 
+	if (ep->xrc && ofx_xrc_dto_notify(ep, wc))
+		return;
 	pthread_mutex_lock(&ep->lock);
 	if (ck == &ep->rtr_cookie && wc->status == IBV_WC_SUCCESS) {
 		if (ck->op == OFX_OP_RTR_RECV) {

@@ -16,6 +16,7 @@ struct ofx_evd;
 struct ofx_srq;
 struct ofx_sp;
 struct ofx_cr;
+struct ofx_xrc_ep;
 
 /*
  * Internal EP states and the DAT state each one reports.  RTR_WAIT is a
@@ -60,6 +61,7 @@ struct ofx_ep {
 	struct ofx_pz *pz;
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_srq *srq;		/* receives come from it (srq.h); fixed at create */
+	struct ofx_xrc_ep *xrc;		/* XRC-backed EP (xrc.h); fixed at create */
 	/* SRQ EP: LAST_WQE_REACHED tracking (srq.c); written under lock */
 	_Atomic int lastwqe;		/* enum ofx_srq_lastwqe */
 	struct ofx_timer lastwqe_timer;	/* bounded wait for the event */

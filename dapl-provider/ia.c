@@ -17,6 +17,7 @@
 #include "srq.h"
 #include "status.h"
 #include "verbs.h"
+#include "xrc.h"
 
 #include <arpa/inet.h>
 #include <dat2/dat_ib_extensions.h>
@@ -659,6 +660,13 @@ DAT_RETURN ofx_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HA
 		status = OFX_DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
 		goto err_close_device;
 	}
+	if (ia->xrc) {
+		ret = ofx_xrc_ia_open(ia);
+		if (ret) {
+			status = ofx_dat_status(ret, OFX_OBJ_IA);
+			goto err_close_device;
+		}
+	}
 	ia->p2p_default = ia->cfg.p2p == OFX_ON ||
 			  (ia->cfg.p2p == OFX_AUTO && ia->transport == OFX_TRANSPORT_IWARP);
 	ret = ofx_ia_probe(ia);
@@ -718,6 +726,7 @@ err_destroy_async_evd:
 err_probe_fini:
 	ofx_ia_probe_fini(ia);
 err_close_device:
+	ofx_xrc_ia_close(ia);
 	ofx_ia_device_close(ia);
 err_free:
 	ofx_obj_fini(&ia->obj);
@@ -887,6 +896,7 @@ DAT_RETURN ofx_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 	ofx_evd_modify_cno((DAT_EVD_HANDLE)ia->async_evd, DAT_HANDLE_NULL);
 	ofx_ia_destroy_leftovers(ia);
 	ofx_ia_free_zombies(ia);
+	ofx_xrc_ia_close(ia);
 
 	if (ia->cfg.stats)
 		ofx_ia_log_stats(ia);

@@ -12,6 +12,7 @@
 struct ofx_provider;
 struct ofx_progress;
 struct ofx_evd;
+struct ofx_xrc_ia;
 
 enum ofx_transport { OFX_TRANSPORT_IB, OFX_TRANSPORT_ROCE, OFX_TRANSPORT_IWARP };
 
@@ -40,6 +41,7 @@ struct ofx_ia {
 	unsigned int max_inline;	/* probed inline threshold actually granted */
 	bool p2p_default;		/* cfg.p2p resolved against the transport */
 	bool xrc;			/* cfg.xrc resolved against the device caps */
+	struct ofx_xrc_ia *xrc_ia;	/* XRC domain and tables (xrc.c), NULL without xrc */
 
 	struct ibv_pd *empty_pd;	/* owns empty_cq's lifetime partner QPs */
 	struct ibv_cq *empty_cq;	/* CQ for an EP side that has no EVD */

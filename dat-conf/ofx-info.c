@@ -251,12 +251,17 @@ int main(int argc, char **argv)
 		unsigned int mask = ofx_log_subsys_mask;
 
 		ofx_config_defaults(&cfg);
-		ofx_log_subsys_mask = 0;	/* -c already reported bad environment values */
+		ofx_log_subsys_mask = 0;
 		ret = ofx_config_resolve(options, &cfg, why, sizeof(why));
 		ofx_log_subsys_mask = mask;
 		if (ret) {
 			fprintf(stderr, "ofx-info: %s\n", why);
 			return 1;
+		}
+		/* without -c, the provider's own warnings name ignored environment values */
+		if (!config) {
+			ofx_config_defaults(&cfg);
+			ofx_config_resolve(options, &cfg, NULL, 0);
 		}
 		if (config)
 			printf("\n");

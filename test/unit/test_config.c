@@ -415,7 +415,36 @@ static void test_print_lists_every_row_with_its_value(void)
 	free(text);
 }
 
+
+/* README.md documents every tunable: each row's key and variable appear in it. */
+static void test_readme_documents_every_row(void)
+{
+	const char *top = getenv("OFX_TOP_SRCDIR");
+	char path[4096], *text = NULL;
+	size_t len = 0;
+	FILE *f;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(top);
+	snprintf(path, sizeof(path), "%s/README.md", top);
+	f = fopen(path, "r");
+	CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+	CU_ASSERT_EQUAL(getdelim(&text, &len, '\0', f) > 0, 1);
+	fclose(f);
+	for (size_t i = 0; i < ofx_param_count; i++) {
+		char cell[128];
+
+		snprintf(cell, sizeof(cell), "`%s`", ofx_params[i].env);
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, cell));
+		if (!ofx_params[i].key)
+			continue;
+		snprintf(cell, sizeof(cell), "| `%s` |", ofx_params[i].key);
+		CU_ASSERT_PTR_NOT_NULL(strstr(text, cell));
+	}
+	free(text);
+}
+
 CU_TestInfo ofx_test_config[] = {
+	{ "README.md documents every config row", test_readme_documents_every_row },
 	{ "every row has a doc, a DAPL_OFX_ variable and a default that parses",
 	  test_every_row_has_doc_env_and_a_default_that_parses },
 	{ "keys and environment names are unique", test_keys_and_env_names_are_unique },
