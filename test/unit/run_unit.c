@@ -25,6 +25,7 @@ static CU_SuiteInfo suites[] = {
 	{ "ext", NULL, NULL, NULL, NULL, ofx_test_ext },
 	{ "srq", NULL, NULL, NULL, NULL, ofx_test_srq },
 	{ "provider", NULL, NULL, NULL, NULL, ofx_test_provider },
+	{ "cm", NULL, NULL, NULL, NULL, ofx_test_cm },
 	CU_SUITE_INFO_NULL,
 };
 

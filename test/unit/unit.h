@@ -16,6 +16,7 @@ extern CU_TestInfo ofx_test_evd[];
 extern CU_TestInfo ofx_test_dto[];
 extern CU_TestInfo ofx_test_provider[];
 extern CU_TestInfo ofx_test_obj[];
+extern CU_TestInfo ofx_test_cm[];
 extern CU_TestInfo ofx_test_progress[];
 extern CU_TestInfo ofx_test_lmr[];
 extern CU_TestInfo ofx_test_cno[];

@@ -1,0 +1,119 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * Connection-setup decisions that need no device: which side asks for and
+ * grants p2p RTR mode (option precedence), and the DAT 2.0 common-connect
+ * collision rule.
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <string.h>
+#include <CUnit/CUnit.h>
+#include "unit.h"
+#include "cm.h"
+#include "csp.h"
+#include "ep.h"
+#include "ia.h"
+
+static struct ofx_ia ia;
+static struct ofx_ep ep;
+
+static void setup(enum ofx_tristate cfg_p2p, enum ofx_transport transport,
+		  enum ofx_tristate ep_attr)
+{
+	memset(&ia, 0, sizeof(ia));
+	memset(&ep, 0, sizeof(ep));
+	ia.cfg.p2p = cfg_p2p;
+	ia.transport = transport;
+	/* what ia_open derives from the option and the device */
+	ia.p2p_default = cfg_p2p == OFX_ON || (cfg_p2p == OFX_AUTO && transport == OFX_TRANSPORT_IWARP);
+	ep.obj.ia = &ia;
+	ep.p2p_attr = ep_attr;
+}
+
+static void test_auto_asks_only_on_iwarp(void)
+{
+	setup(OFX_AUTO, OFX_TRANSPORT_ROCE, OFX_AUTO);
+	CU_ASSERT_FALSE(ofx_cm_p2p_requested(&ep));
+	setup(OFX_AUTO, OFX_TRANSPORT_IB, OFX_AUTO);
+	CU_ASSERT_FALSE(ofx_cm_p2p_requested(&ep));
+	setup(OFX_AUTO, OFX_TRANSPORT_IWARP, OFX_AUTO);
+	CU_ASSERT_TRUE(ofx_cm_p2p_requested(&ep));
+}
+
+static void test_ia_option_on_and_off(void)
+{
+	setup(OFX_ON, OFX_TRANSPORT_ROCE, OFX_AUTO);
+	CU_ASSERT_TRUE(ofx_cm_p2p_requested(&ep));
+	setup(OFX_OFF, OFX_TRANSPORT_IWARP, OFX_AUTO);
+	CU_ASSERT_FALSE(ofx_cm_p2p_requested(&ep));
+}
+
+static void test_ep_attribute_wins_over_ia_option(void)
+{
+	setup(OFX_ON, OFX_TRANSPORT_ROCE, OFX_OFF);
+	CU_ASSERT_FALSE(ofx_cm_p2p_requested(&ep));
+	CU_ASSERT_FALSE(ofx_cm_p2p_granted(&ep));
+	setup(OFX_OFF, OFX_TRANSPORT_ROCE, OFX_ON);
+	CU_ASSERT_TRUE(ofx_cm_p2p_requested(&ep));
+	CU_ASSERT_TRUE(ofx_cm_p2p_granted(&ep));
+}
+
+static void test_passive_follows_unless_switched_off(void)
+{
+	/* auto on RoCE does not ask, but grants an initiator's request */
+	setup(OFX_AUTO, OFX_TRANSPORT_ROCE, OFX_AUTO);
+	CU_ASSERT_TRUE(ofx_cm_p2p_granted(&ep));
+	setup(OFX_OFF, OFX_TRANSPORT_IWARP, OFX_AUTO);
+	CU_ASSERT_FALSE(ofx_cm_p2p_granted(&ep));
+}
+
+static struct sockaddr_in sin4(const char *ip, uint16_t port)
+{
+	struct sockaddr_in s = { .sin_family = AF_INET, .sin_port = htons(port) };
+
+	inet_pton(AF_INET, ip, &s.sin_addr);
+	return s;
+}
+
+static void test_collision_rule_picks_exactly_one_initiator(void)
+{
+	const char *ips[] = { "192.0.2.1", "192.0.2.2", "10.0.0.1", "192.0.2.1" };
+	const uint16_t ports[] = { 51000, 51000, 60000, 51001 };
+
+	for (size_t i = 0; i < 4; i++) {
+		for (size_t j = 0; j < 4; j++) {
+			struct sockaddr_in a = sin4(ips[i], ports[i]), b = sin4(ips[j], ports[j]);
+			bool ab = ofx_csp_initiates((struct sockaddr *)&a, (struct sockaddr *)&b);
+			bool ba = ofx_csp_initiates((struct sockaddr *)&b, (struct sockaddr *)&a);
+
+			if (i == j) {
+				CU_ASSERT_FALSE(ab || ba);
+			} else {
+				CU_ASSERT_TRUE(ab != ba); /* exactly one side connects */
+			}
+		}
+	}
+}
+
+static void test_collision_rule_orders_address_then_port(void)
+{
+	struct sockaddr_in a1 = sin4("192.0.2.1", 60000), b1 = sin4("192.0.2.2", 1000);
+	struct sockaddr_in p1 = sin4("192.0.2.1", 1000), p2 = sin4("192.0.2.1", 1001);
+	struct sockaddr_in hi = sin4("192.0.3.0", 1);
+
+	/* the address decides before the port, in network byte order */
+	CU_ASSERT_TRUE(ofx_csp_initiates((struct sockaddr *)&a1, (struct sockaddr *)&b1));
+	CU_ASSERT_TRUE(ofx_csp_initiates((struct sockaddr *)&p1, (struct sockaddr *)&p2));
+	CU_ASSERT_TRUE(ofx_csp_initiates((struct sockaddr *)&b1, (struct sockaddr *)&hi));
+}
+
+CU_TestInfo ofx_test_cm[] = {
+	{ "p2p auto asks only on iWARP", test_auto_asks_only_on_iwarp },
+	{ "p2p=on asks everywhere, p2p=off never", test_ia_option_on_and_off },
+	{ "per-EP P2P attribute wins over the IA option", test_ep_attribute_wins_over_ia_option },
+	{ "passive side grants unless switched off", test_passive_follows_unless_switched_off },
+	{ "collision rule picks exactly one initiator per pair",
+	  test_collision_rule_picks_exactly_one_initiator },
+	{ "collision rule orders by address, then port", test_collision_rule_orders_address_then_port },
+	CU_TEST_INFO_NULL,
+};
