@@ -11,6 +11,7 @@
 #include "progress.h"
 #include "sp.h"
 #include "verbs.h"
+#include "xrc.h"
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -184,9 +185,14 @@ int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL
 {
 	struct ofx_ia *ia = ep->obj.ia;
 	char buf[INET6_ADDRSTRLEN];
-	int ret;
+	bool offered = false;
+	int ret = 0;
 
-	ret = build_req_pdata(ep, pdata, pdata_len);
+	/* an XRC EP offers XRC in the REQ (xrc.h step 1), else the usual data */
+	if (ep->xrc)
+		ret = ofx_xrc_connect(ep, pdata, pdata_len, &offered);
+	if (!ret && !offered)
+		ret = build_req_pdata(ep, pdata, pdata_len);
 	if (ret)
 		return ret;
 	memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
@@ -260,7 +266,8 @@ static int route_resolved(struct ofx_ep *ep)
 	ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
 	if (ret)
 		return ret;
-	ret = ofx_ep_recv_go_live(ep, false);
+	/* an XRC offer holds the receives until the answer says where they go */
+	ret = ep->xrc && ofx_xrc_offered(ep) ? 0 : ofx_ep_recv_go_live(ep, false);
 	if (ret)
 		return ret;
 	if (ofx_verbs->connect(ep->cm_id, &param)) {
@@ -330,9 +337,12 @@ static int post_rtr(struct ofx_ep *ep)
 static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool drive_qp)
 {
 	struct ofx_pdata_hdr hdr;
-	bool has_hdr;
+	bool has_hdr, xrc_fallback = ep->xrc && ofx_xrc_offered(ep);
 	int ret;
 
+	/* a REP to an XRC offer: the peer runs RC (xrc.h section 8) */
+	if (xrc_fallback)
+		ofx_xrc_fallback(ep);
 	save_pdata(ep, ev->param.conn.private_data, ev->param.conn.private_data_len, &has_hdr,
 		   &hdr);
 	ep->p2p = ofx_cm_p2p_requested(ep) && has_hdr && (hdr.flags & OFX_PDATA_F_REPLY) &&
@@ -345,6 +355,9 @@ static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool 
 		 * granted no remote access; now it knows the negotiated rights.
 		 */
 		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
+		if (ret)
+			return ret;
+		ret = xrc_fallback ? ofx_ep_recv_go_live(ep, false) : 0;
 		if (ret)
 			return ret;
 		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_RTR);
@@ -426,6 +439,12 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 	case RDMA_CM_EVENT_REJECTED: {
 		const unsigned char *data = ev->param.conn.private_data;
 
+		if (ep->xrc && ofx_xrc_rejected(ep, ev, destroy_p)) {
+			/* P's XRC accept: the handshake goes on without this id */
+			ofx_progress_timer_cancel(ia->progress, &ep->conn_timer);
+			ep->cm_id = NULL;
+			return;
+		}
 		if (ofx_csp_retry(ep, ev, destroy_p))
 			return;
 		int len = ev->param.conn.private_data_len;
@@ -516,6 +535,15 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int p
 
 	if (pdata_len > OFX_REP_CONSUMER_MAX)
 		return -EINVAL;
+	/* an XRC offer taken: answered with the REJ of xrc.h step 2 */
+	if (ep->xrc && ofx_xrc_accept(ep, cr, pdata, pdata_len, &ret)) {
+		if (!ret) {
+			ep->local_qual = cr->sp->conn_qual;
+			ep->remote_qual = 0;
+			atomic_fetch_add(&ia->stats.conn_passive, 1);
+		}
+		return ret;
+	}
 	ep->p2p = cr->has_hdr && (cr->hdr.flags & OFX_PDATA_F_P2P) && cr->hdr.rtr <= OFX_RTR_READ &&
 		  ofx_cm_p2p_granted(ep);
 	ep->rtr = ep->p2p ? cr->hdr.rtr : ia->cfg.rtr;

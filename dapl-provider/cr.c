@@ -24,6 +24,8 @@ DAT_RETURN ofx_cr_query(DAT_CR_HANDLE cr_handle, DAT_CR_PARAM_MASK mask, DAT_CR_
 
 	if (!cr)
 		return ofx_invalid_handle(OFX_OBJ_CR);
+	if (mask & ~DAT_CR_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 	memset(param, 0, sizeof(*param));
@@ -96,8 +98,10 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 	ep = ep_handle ? ofx_ep_from_handle(ep_handle) : cr->ep;
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (pdata_len < 0 || pdata_len > OFX_ACCEPT_PDATA_MAX || (pdata_len && !pdata))
+	if (pdata_len < 0 || pdata_len > OFX_ACCEPT_PDATA_MAX)
 		return OFX_INVALID_ARG(3);
+	if (pdata_len && !pdata)
+		return OFX_INVALID_ARG(4);
 	sp = cr->sp;
 
 	pthread_mutex_lock(&sp->lock);
@@ -119,6 +123,9 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 	pthread_mutex_unlock(&sp->lock);
 
 	if (!ret) {
+		/* an XRC accept went out as a REJ (xrc.h): the id is done */
+		if (cr->cm_id)
+			ofx_verbs->destroy_id(cr->cm_id);
 		cr_free(cr);
 		return DAT_SUCCESS;
 	}
@@ -142,8 +149,10 @@ DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_len, const DAT
 
 	if (!cr)
 		return ofx_invalid_handle(OFX_OBJ_CR);
-	if (pdata_len < 0 || pdata_len > OFX_REJECT_PDATA_MAX || (pdata_len && !pdata))
+	if (pdata_len < 0 || pdata_len > OFX_REJECT_PDATA_MAX)
 		return OFX_INVALID_ARG(2);
+	if (pdata_len && !pdata)
+		return OFX_INVALID_ARG(3);
 	cr_unlink(cr);
 	ret = cr_send_reject(cr->cm_id, pdata, pdata_len);
 	ofx_verbs->destroy_id(cr->cm_id);

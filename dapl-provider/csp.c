@@ -120,6 +120,8 @@ DAT_RETURN ofx_csp_query(DAT_CSP_HANDLE csp_handle, DAT_CSP_PARAM_MASK mask,
 
 	if (!sp)
 		return ofx_invalid_handle(OFX_OBJ_CSP);
+	if (mask & ~DAT_CSP_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 	memset(param, 0, sizeof(*param));
@@ -196,10 +198,12 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 		return OFX_INVALID_ARG(2);
 	if (timeout == 0)
 		return OFX_INVALID_ARG(3);
-	if (pdata_len < 0 || (pdata_len && !pdata) ||
+	if (pdata_len < 0 ||
 	    pdata_len > ofx_cm_max_pdata(ia) - (int)(ofx_pdata_hdr_len(OFX_PDATA_F_CSP) -
 						     (ia->p2p_default ? OFX_PDATA_HDR_LEN : 0)))
 		return OFX_INVALID_ARG(4);
+	if (pdata_len && !pdata)
+		return OFX_INVALID_ARG(5);
 	if (!ep->conn_evd)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_EVD_CONNECT);
 	csp = csp_for_ep(ep);

@@ -27,6 +27,17 @@
 #define OFX_EP_DEFAULT_IOV 4
 #define OFX_EP_DEFAULT_RD_ATOM 4
 #define OFX_MSG_SIZE_CAP 0x80000000u
+/* Every DAT 2.0 completion flag; other bits are bad input (INVALID_PARAMETER). */
+#define OFX_DTO_FLAGS_VALID (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG | \
+			     DAT_COMPLETION_UNSIGNALLED_FLAG |                               \
+			     DAT_COMPLETION_BARRIER_FENCE_FLAG |                             \
+			     DAT_COMPLETION_EVD_THRESHOLD_FLAG |                             \
+			     DAT_COMPLETION_LMR_INVALIDATE_FENCE_FLAG)
+/* Defined QoS and connect flags: valid but unsupported ones are MODEL_NOT_SUPPORTED. */
+#define OFX_QOS_VALID (DAT_QOS_HIGH_THROUGHPUT | DAT_QOS_LOW_LATENCY | DAT_QOS_ECONOMY | \
+		       DAT_QOS_PREMIUM)
+#define OFX_CONNECT_FLAGS_VALID (DAT_CONNECT_MULTIPATH_REQUESTED_FLAG | \
+				 DAT_CONNECT_MULTIPATH_REQUIRED_FLAG)
 
 static const char *const ep_state_names[] = {
 #define OFX_EP_STATE_NAME(name, dat) [OFX_EP_##name] = #name,
@@ -231,13 +242,29 @@ err_send:
 	return ret;
 }
 
+/* Work requests (and so completions) the EP can have outstanding per queue. */
+static int ep_recv_cqes(const struct ofx_ep *ep)
+{
+	/* an SRQ EP's receives are the SRQ's (not accounted here) */
+	return ep->srq ? 0 : ep->attr.max_recv_dtos + 1;
+}
+
+static int ep_req_cqes(const struct ofx_ep *ep)
+{
+	return ep->attr.max_request_dtos + 1;
+}
+
 static void ep_take_refs(struct ofx_ep *ep)
 {
 	atomic_fetch_add(&ep->pz->refs, 1);
-	if (ep->recv_evd)
+	if (ep->recv_evd) {
 		ofx_evd_get(ep->recv_evd);
-	if (ep->req_evd)
+		ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+	}
+	if (ep->req_evd) {
 		ofx_evd_get(ep->req_evd);
+		ofx_evd_reserve_cqes(ep->req_evd, ep_req_cqes(ep));
+	}
 	if (ep->conn_evd)
 		ofx_evd_get(ep->conn_evd);
 }
@@ -245,10 +272,14 @@ static void ep_take_refs(struct ofx_ep *ep)
 static void ep_drop_refs(struct ofx_ep *ep)
 {
 	atomic_fetch_sub(&ep->pz->refs, 1);
-	if (ep->recv_evd)
+	if (ep->recv_evd) {
+		ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
 		ofx_evd_put(ep->recv_evd);
-	if (ep->req_evd)
+	}
+	if (ep->req_evd) {
+		ofx_evd_unreserve_cqes(ep->req_evd, ep_req_cqes(ep));
 		ofx_evd_put(ep->req_evd);
+	}
 	if (ep->conn_evd)
 		ofx_evd_put(ep->conn_evd);
 }
@@ -395,6 +426,8 @@ DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (mask & ~DAT_EP_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 	ia = ep->obj.ia;
@@ -468,8 +501,14 @@ DAT_RETURN ofx_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr, DAT_
 		return OFX_INVALID_ARG(2);
 	if (timeout == 0)
 		return OFX_INVALID_ARG(4);
-	if (pdata_len < 0 || pdata_len > ofx_cm_max_pdata(ep->obj.ia) || (pdata_len && !pdata))
+	if (pdata_len < 0 || pdata_len > ofx_cm_max_pdata(ep->obj.ia))
 		return OFX_INVALID_ARG(5);
+	if (pdata_len && !pdata)
+		return OFX_INVALID_ARG(6);
+	if (qos & ~OFX_QOS_VALID)
+		return OFX_INVALID_ARG(7);
+	if (flags & ~OFX_CONNECT_FLAGS_VALID)
+		return OFX_INVALID_ARG(8);
 	if (qos != DAT_QOS_BEST_EFFORT || flags != DAT_CONNECT_DEFAULT_FLAG)
 		return DAT_MODEL_NOT_SUPPORTED;
 
@@ -495,10 +534,8 @@ DAT_RETURN ofx_ep_dup_connect(DAT_EP_HANDLE ep_handle, DAT_EP_HANDLE dup_handle,
 	struct sockaddr_storage remote;
 	DAT_CONN_QUAL qual;
 
-	if (!ofx_ep_from_handle(ep_handle))
+	if (!ofx_ep_from_handle(ep_handle) || !dup)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (!dup)
-		return OFX_INVALID_ARG(2);
 	pthread_mutex_lock(&dup->lock);
 	if (dup->state != OFX_EP_CONNECTED) {
 		pthread_mutex_unlock(&dup->lock);
@@ -589,8 +626,10 @@ DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	uint64_t total;
 	int ret;
 
-	if (p->n < 0 || p->n > ep->attr.max_request_iov || (p->n && !p->iov))
+	if (p->n < 0 || p->n > ep->attr.max_request_iov)
 		return OFX_INVALID_ARG(2);
+	if (p->n && !p->iov)
+		return OFX_INVALID_ARG(3);
 	if (!ep_can_send(ep))
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
 	ep_iov_total(p->n, p->iov, &total);
@@ -671,6 +710,8 @@ DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (flags & ~OFX_DTO_FLAGS_VALID)
+		return OFX_INVALID_ARG(5);
 	return ofx_ep_post_sq(ep, &p);
 }
 
@@ -686,6 +727,8 @@ DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_T
 		return ofx_invalid_handle(OFX_OBJ_EP);
 	if (!rmr)
 		return OFX_INVALID_ARG(5);
+	if (flags & ~OFX_DTO_FLAGS_VALID)
+		return OFX_INVALID_ARG(6);
 	if (n > ep->attr.max_rdma_read_iov && ep->attr.max_rdma_read_iov > 0)
 		return OFX_INVALID_ARG(2);
 	return ofx_ep_post_sq(ep, &p);
@@ -703,6 +746,8 @@ DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
 		return ofx_invalid_handle(OFX_OBJ_EP);
 	if (!rmr)
 		return OFX_INVALID_ARG(5);
+	if (flags & ~OFX_DTO_FLAGS_VALID)
+		return OFX_INVALID_ARG(6);
 	return ofx_ep_post_sq(ep, &p);
 }
 
@@ -742,8 +787,12 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 		return ofx_invalid_handle(OFX_OBJ_EP);
 	if (ep->srq)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE);
-	if (n < 0 || n > ep->attr.max_recv_iov || (n && !iov))
+	if (n < 0 || n > ep->attr.max_recv_iov)
 		return OFX_INVALID_ARG(2);
+	if (n && !iov)
+		return OFX_INVALID_ARG(3);
+	if (flags & ~OFX_DTO_FLAGS_VALID)
+		return OFX_INVALID_ARG(5);
 	ep_iov_total(n, iov, &total);
 	if (total > UINT32_MAX)
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
@@ -862,6 +911,9 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
 	ofx_csp_detach(ep);
+	/* an XRC EP that answered its peer's DISC finishes its fence first */
+	if (ep->xrc)
+		ofx_xrc_ep_quiesce(ep);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state != OFX_EP_UNCONNECTED && ep->state != OFX_EP_DISCONNECTED) {
 		enum ofx_ep_state state = ep->state;

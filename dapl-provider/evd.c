@@ -33,9 +33,10 @@
  *    triggers the attached CNO (cno.c).  A CNO-attached EVD with a CQ has
  *    its completion channel watched by the IA's progress engine while
  *    attached, which drains the CQ into the ring and then triggers.
- *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize, since
- *    ibv_resize_cq is not part of the verbs seam.  A ring smaller than the
- *    CQ is harmless: completions that do not fit stay in the CQ.
+ *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize.  The
+ *    CQ itself grows when EPs reserve more work requests than it holds
+ *    (ofx_evd_reserve_cqes); a ring smaller than the CQ is harmless:
+ *    completions that do not fit stay in the CQ.
  */
 
 /* Upper bound of work completions polled per ibv_poll_cq call (stack array). */
@@ -301,6 +302,8 @@ DAT_RETURN ofx_evd_query(DAT_EVD_HANDLE h, DAT_EVD_PARAM_MASK mask, DAT_EVD_PARA
 
 	if (!evd)
 		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (mask & ~DAT_EVD_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 
@@ -815,6 +818,46 @@ DAT_RETURN ofx_evd_free(DAT_EVD_HANDLE h)
 		return evd_err_state(DAT_INVALID_STATE_EVD_IN_USE);
 	ofx_evd_destroy(evd);
 	return DAT_SUCCESS;
+}
+
+void ofx_evd_reserve_cqes(struct ofx_evd *evd, int n)
+{
+	int max, want, ret;
+
+	if (!evd->cq || n <= 0)
+		return;
+	pthread_mutex_lock(&evd->lock);
+	evd->cq_reserved += n;
+	if (evd->cq_reserved > evd->cq_depth) {
+		/* double at least, so that many small EPs resize rarely */
+		max = evd->obj.ia ? evd->obj.ia->dev_attr.max_cqe : evd->cq_reserved;
+		want = evd->cq_depth * 2 > evd->cq_reserved ? evd->cq_depth * 2 : evd->cq_reserved;
+		if (want > max)
+			want = max;
+		ret = want > evd->cq_depth ? ofx_verbs->resize_cq(evd->cq, want) : 0;
+		if (ret)
+			ofx_warn_once("evd %p: ibv_resize_cq %d -> %d: %s", (void *)evd,
+				      evd->cq_depth, want, strerror(ret));
+		else
+			evd->cq_depth = evd->cq->cqe;
+		if (evd->cq_reserved > evd->cq_depth)
+			ofx_warn_once("evd %p: its EPs can have %d completions outstanding, the cq "
+				      "holds %d: it may overflow", (void *)evd, evd->cq_reserved,
+				      evd->cq_depth);
+		else
+			ofx_dbg("evd %p: cq grown to %d for %d reserved", (void *)evd,
+				evd->cq_depth, evd->cq_reserved);
+	}
+	pthread_mutex_unlock(&evd->lock);
+}
+
+void ofx_evd_unreserve_cqes(struct ofx_evd *evd, int n)
+{
+	if (!evd->cq || n <= 0)
+		return;
+	pthread_mutex_lock(&evd->lock);
+	evd->cq_reserved -= n;
+	pthread_mutex_unlock(&evd->lock);
 }
 
 void ofx_evd_get(struct ofx_evd *evd)

@@ -46,6 +46,7 @@ struct ofx_evd {
 	struct ibv_comp_channel *channel;	/* DTO/RMR_BIND EVDs only */
 	struct ibv_cq *cq;
 	int cq_depth;
+	int cq_reserved;	/* WRs the attached EPs can have outstanding; lock */
 
 	/* drains that are calling ofx_ep_dto_notify() outside the lock */
 	atomic_int notify_inflight;
@@ -102,6 +103,17 @@ int ofx_evd_post_async(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_HANDLE han
  * number of events added or a negative errno.
  */
 int ofx_evd_drain_cq(struct ofx_evd *evd);
+
+/*
+ * An EP reserves room in the CQ for every work request it can have
+ * outstanding on it (`n`); the CQ grows (ibv_resize_cq, never shrinks) when
+ * the reservations exceed its depth, so the device never drops a completion
+ * because the consumer asked for a small EVD.  The ring keeps its qlen: a
+ * drain takes what fits and the rest waits in the CQ.  A device that cannot
+ * resize keeps the old depth (warned once).
+ */
+void ofx_evd_reserve_cqes(struct ofx_evd *evd, int n);
+void ofx_evd_unreserve_cqes(struct ofx_evd *evd, int n);
 
 /* Takes/drops a reference held by an EP, SP or SRQ. */
 void ofx_evd_get(struct ofx_evd *evd);

@@ -58,6 +58,8 @@ DAT_RETURN ofx_lmr_create(DAT_IA_HANDLE ia_h, DAT_MEM_TYPE type, DAT_REGION_DESC
 
 	switch (type) {
 	case DAT_MEM_TYPE_VIRTUAL:
+		if (!region.for_va)
+			return OFX_INVALID_ARG(3);
 		if (!len)
 			return OFX_INVALID_ARG(4);
 		if (len > SIZE_MAX)
@@ -139,6 +141,8 @@ DAT_RETURN ofx_lmr_query(DAT_LMR_HANDLE h, DAT_LMR_PARAM_MASK mask, DAT_LMR_PARA
 
 	if (!lmr)
 		return ofx_invalid_handle(OFX_OBJ_LMR);
+	if (mask & ~DAT_LMR_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 

@@ -52,6 +52,8 @@ DAT_RETURN ofx_pz_query(DAT_PZ_HANDLE h, DAT_PZ_PARAM_MASK mask, DAT_PZ_PARAM *p
 
 	if (!pz)
 		return ofx_invalid_handle(OFX_OBJ_PZ);
+	if (mask & ~DAT_PZ_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 	if (mask & DAT_PZ_FIELD_IA_HANDLE)

@@ -220,6 +220,8 @@ DAT_RETURN ofx_psp_query(DAT_PSP_HANDLE psp, DAT_PSP_PARAM_MASK mask, DAT_PSP_PA
 
 	if (!sp)
 		return ofx_invalid_handle(OFX_OBJ_PSP);
+	if (mask & ~DAT_PSP_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 	param->ia_handle = ofx_ia_dat_handle(sp->obj.ia);
@@ -287,6 +289,8 @@ DAT_RETURN ofx_rsp_query(DAT_RSP_HANDLE rsp, DAT_RSP_PARAM_MASK mask, DAT_RSP_PA
 
 	if (!sp)
 		return ofx_invalid_handle(OFX_OBJ_RSP);
+	if (mask & ~DAT_RSP_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
 	param->ia_handle = ofx_ia_dat_handle(sp->obj.ia);

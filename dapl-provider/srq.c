@@ -305,9 +305,11 @@ DAT_RETURN ofx_srq_query(DAT_SRQ_HANDLE h, DAT_SRQ_PARAM_MASK mask, DAT_SRQ_PARA
 
 	if (!srq)
 		return ofx_invalid_handle(OFX_OBJ_SRQ);
+	if (mask & ~DAT_SRQ_FIELD_ALL)
+		return OFX_INVALID_ARG(2);
 	if (!param)
 		return OFX_INVALID_ARG(3);
-	(void)mask; /* every field is cheap: fill them all */
+	/* every field is cheap: a valid mask gets them all */
 	posted = atomic_load(&srq->outstanding);
 	pthread_mutex_lock(&srq->lock);
 	param->ia_handle = ofx_ia_dat_handle(srq->obj.ia);

@@ -2,8 +2,10 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CORE
 #include "unsupported.h"
 
+#include "ia.h"
 #include "log.h"
 #include "obj.h"
+#include "status.h"
 
 #include <stdatomic.h>
 
@@ -23,6 +25,18 @@ static DAT_RETURN ofx_unsupported(atomic_flag *logged, const char *call)
 	do {                                                       \
 		static atomic_flag ofx_logged_ = ATOMIC_FLAG_INIT; \
 		return ofx_unsupported(&ofx_logged_, #slot);       \
+	} while (0)
+
+/*
+ * For the stubs in the template: a handle that is not a live object of the
+ * slot's type is still DAT_INVALID_HANDLE (a freed or wrong object must not
+ * read as "not implemented").
+ */
+#define OFX_UNSUPPORTED_ON(h, type, slot)                      \
+	do {                                                   \
+		if (!ofx_obj_from_handle(h, type))             \
+			return ofx_invalid_handle(type);       \
+		OFX_UNSUPPORTED(slot);                         \
 	} while (0)
 
 DAT_RETURN ofx_unsupported_cno_create(DAT_IA_HANDLE ia, DAT_OS_WAIT_PROXY_AGENT agent,
@@ -94,7 +108,7 @@ DAT_RETURN ofx_unsupported_rmr_free(DAT_RMR_HANDLE rmr)
 
 DAT_RETURN ofx_unsupported_cr_handoff(DAT_CR_HANDLE cr, DAT_CONN_QUAL qual)
 {
-	OFX_UNSUPPORTED(cr_handoff);
+	OFX_UNSUPPORTED_ON(cr, OFX_OBJ_CR, cr_handoff);
 }
 
 DAT_RETURN ofx_unsupported_srq_create(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_SRQ_ATTR *attr,
@@ -141,13 +155,13 @@ DAT_RETURN ofx_unsupported_ep_create_with_srq(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz
 DAT_RETURN ofx_unsupported_ep_recv_query(DAT_EP_HANDLE ep, DAT_COUNT *nbufs_p,
 					 DAT_COUNT *span_p)
 {
-	OFX_UNSUPPORTED(ep_recv_query);
+	OFX_UNSUPPORTED_ON(ep, OFX_OBJ_EP, ep_recv_query);
 }
 
 DAT_RETURN ofx_unsupported_ep_set_watermark(DAT_EP_HANDLE ep, DAT_COUNT soft_hw,
 					    DAT_COUNT hard_hw)
 {
-	OFX_UNSUPPORTED(ep_set_watermark);
+	OFX_UNSUPPORTED_ON(ep, OFX_OBJ_EP, ep_set_watermark);
 }
 
 DAT_RETURN ofx_unsupported_csp_create(DAT_IA_HANDLE ia, DAT_COMM *comm, DAT_IA_ADDRESS_PTR addr,
@@ -181,7 +195,7 @@ DAT_RETURN ofx_unsupported_ep_post_send_with_invalidate(DAT_EP_HANDLE ep, DAT_CO
 							DAT_BOOLEAN invalidate,
 							DAT_RMR_CONTEXT rctx)
 {
-	OFX_UNSUPPORTED(ep_post_send_with_invalidate);
+	OFX_UNSUPPORTED_ON(ep, OFX_OBJ_EP, ep_post_send_with_invalidate);
 }
 
 DAT_RETURN ofx_unsupported_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep, const DAT_RMR_TRIPLET *local,
@@ -189,12 +203,14 @@ DAT_RETURN ofx_unsupported_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep, const DAT_
 						    const DAT_RMR_TRIPLET *remote,
 						    DAT_COMPLETION_FLAGS flags)
 {
-	OFX_UNSUPPORTED(ep_post_rdma_read_to_rmr);
+	OFX_UNSUPPORTED_ON(ep, OFX_OBJ_EP, ep_post_rdma_read_to_rmr);
 }
 
 DAT_RETURN ofx_unsupported_ia_ha_related(DAT_IA_HANDLE ia, const DAT_NAME_PTR name,
 					 DAT_BOOLEAN *answer_p)
 {
+	if (!ofx_ia_lookup(ia))
+		return ofx_invalid_handle(OFX_OBJ_IA);
 	OFX_UNSUPPORTED(ia_ha_related);
 }
 

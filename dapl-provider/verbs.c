@@ -100,6 +100,7 @@ const struct ofx_verbs_ops ofx_verbs_real = {
 	.destroy_comp_channel = ibv_destroy_comp_channel,
 	.create_cq = ibv_create_cq,
 	.destroy_cq = ibv_destroy_cq,
+	.resize_cq = ibv_resize_cq,
 	.poll_cq = real_poll_cq,
 	.req_notify_cq = real_req_notify_cq,
 	.get_cq_event = ibv_get_cq_event,

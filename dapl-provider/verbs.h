@@ -31,6 +31,7 @@ struct ofx_verbs_ops {
 	struct ibv_cq *(*create_cq)(struct ibv_context *ctx, int cqe, void *cq_context,
 				    struct ibv_comp_channel *ch, int comp_vector);
 	int (*destroy_cq)(struct ibv_cq *cq);
+	int (*resize_cq)(struct ibv_cq *cq, int cqe);
 	int (*poll_cq)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
 	int (*req_notify_cq)(struct ibv_cq *cq, int solicited_only);
 	int (*get_cq_event)(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **cq_context);

@@ -123,10 +123,16 @@ struct ofx_xrc_ep {
 	bool ack_ok;			/* active: CONFIRM-ACK said OK */
 	bool bound;			/* active: BIND arrived and verified */
 	bool peer_disc;			/* the peer's DISC arrived (or it is gone) */
+	bool peer_gone;			/* the peer cannot be told any more */
 	bool fence_done;
 	bool event_posted;		/* DISCONNECTED or BROKEN reported */
 	struct ofx_cookie fence;
+	struct ofx_timer fence_timer;	/* polls the request EVD for the fence */
+	uint64_t fence_deadline_ns;
 };
+
+/* How often the progress thread looks for the fence's completion. */
+#define XRC_FENCE_POLL_US 1000
 
 /* ---- control messages ---------------------------------------------------- */
 
@@ -376,6 +382,12 @@ void ofx_xrc_ia_close(struct ofx_ia *ia)
 
 	if (!x)
 		return;
+	if (ia->cfg.stats)
+		ofx_warn("stats: xrc ini_created %lu ini_live %lu tgt_created %lu tgt_opened %lu "
+			 "conn_xrc %lu conn_rc %lu refused %lu ctl_sent %lu ctl_lost %lu",
+			 x->stats.ini_created, x->stats.ini_live, x->stats.tgt_created,
+			 x->stats.tgt_opened, x->stats.conn_xrc, x->stats.conn_rc,
+			 x->stats.refused, x->stats.ctl_sent, x->stats.ctl_lost);
 	pthread_mutex_lock(&x->lock);
 	ofx_list_for_each_safe(pos, tmp, &x->inis)
 		ini_destroy(x, container_of(pos, struct ofx_xrc_ini, link));
@@ -538,8 +550,21 @@ static enum xrc_verdict tgt_verify(struct ofx_ia *ia, struct ofx_xrc_ep *xe, uin
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct ofx_xrc_tgtqp *t;
-	struct ibv_qp *qp = tgt_open(ia, qpn);
+	struct ofx_list *pos, *tmp;
+	struct ibv_qp *qp;
 
+	/* a handle we hold already proves the TGT is in our domain */
+	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
+		t = container_of(pos, struct ofx_xrc_tgtqp, link);
+		if (t->qpn != qpn)
+			continue;
+		if (ia->cfg.xrc_tgt == OFX_XRC_TGT_DOMAIN && !xe->tgt) {
+			t->refs++;
+			xe->tgt = t;
+		}
+		return XRC_V_OK;
+	}
+	qp = tgt_open(ia, qpn);
 	if (!qp) {
 		ofx_warn("tgt qp 0x%x is not in our xrc domain: refused", qpn);
 		x->stats.refused++;
@@ -741,10 +766,12 @@ static void conn_release(struct ofx_xrc_ep *xe)
 	atomic_store(&xe->can_send, false);
 	while (atomic_load(&xe->inflight))
 		sched_yield();
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &xe->fence_timer);
 	xrc_srq_close(ep);
 	pthread_mutex_lock(&x->lock);
 	ini_put(x, xe);
-	if (xe->tgt && --xe->tgt->refs == 0)
+	/* a TGT this IA created stays until ia_close */
+	if (xe->tgt && --xe->tgt->refs == 0 && !xe->tgt->created)
 		tgt_close(x, xe->tgt);
 	xe->tgt = NULL;
 	ofx_list_del(&xe->link);
@@ -764,12 +791,48 @@ static void conn_report(struct ofx_xrc_ep *xe, DAT_EVENT_NUMBER num)
 	ofx_ep_post_conn_event(ep, num, false);
 }
 
+/* The event of a connection that failed before it was established. */
+static DAT_EVENT_NUMBER pending_fail_event(const struct ofx_xrc_ep *xe)
+{
+	return xe->active ? DAT_CONNECTION_EVENT_NON_PEER_REJECTED :
+			    DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
+}
+
 /* ep->lock held.  The connection failed before it was established. */
 static void conn_fail(struct ofx_xrc_ep *xe, DAT_EVENT_NUMBER num)
 {
 	ofx_dbg("ep %p xrc connection failed in %s", (void *)xe->ep, xrc_conn_names[xe->state]);
 	conn_release(xe);
 	conn_report(xe, num);
+}
+
+static void conn_after_fence(struct ofx_xrc_ep *xe);
+
+/*
+ * Progress thread: nobody may be polling the request EVD, so the fence's
+ * completion is looked for here; after cm_timeout_ms the EP goes on without
+ * it (its INI QP is then stuck or dead, which the send error reports).
+ */
+static void fence_poll(void *arg)
+{
+	struct ofx_xrc_ep *xe = arg;
+	struct ofx_ep *ep = xe->ep;
+
+	if (ep->req_evd)
+		ofx_evd_drain_cq(ep->req_evd);
+	pthread_mutex_lock(&ep->lock);
+	if (xe->state == XC_FENCE && !xe->fence_done) {
+		if (ofx_now_ns() > xe->fence_deadline_ns) {
+			ofx_warn("ep %p: xrc fence not completed within %u ms", (void *)ep,
+				 ep->obj.ia->cfg.cm_timeout_ms);
+			xe->fence_done = true;
+			conn_after_fence(xe);
+		} else {
+			ofx_progress_timer_arm(ep->obj.ia->progress, &xe->fence_timer,
+					       XRC_FENCE_POLL_US, fence_poll, xe);
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
 }
 
 /*
@@ -799,7 +862,11 @@ static void conn_stop_sending(struct ofx_xrc_ep *xe)
 	if (ret) {
 		ofx_warn("post xrc fence on qp 0x%x: %s", xe->ini->qp->qp_num, strerror(ret));
 		xe->fence_done = true;
+		return;
 	}
+	xe->fence_deadline_ns = ofx_now_ns() + xe->ep->obj.ia->cfg.cm_timeout_ms * 1000000ull;
+	ofx_progress_timer_arm(xe->ep->obj.ia->progress, &xe->fence_timer, XRC_FENCE_POLL_US,
+			       fence_poll, xe);
 }
 
 /* ep->lock held.  After the fence: DISC, and the end once the peer's came. */
@@ -817,15 +884,28 @@ static void conn_after_fence(struct ofx_xrc_ep *xe)
 	};
 
 	xe->state = XC_DISC_SENT;
-	if (!xe->peer_disc &&
+	if (!xe->peer_gone &&
 	    ctl_send(x, ia, (struct sockaddr *)&xe->ep->remote_addr, xe->peer_port, &c))
-		xe->peer_disc = true; /* no way to reach the peer */
-	if (xe->peer_disc) {
+		xe->peer_gone = true; /* no way to reach the peer */
+	if (xe->peer_disc || xe->peer_gone) {
 		conn_release(xe);
 		conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
 	} else if (xe->ep->state != OFX_EP_DISCONNECTED) {
 		xe->ep->state = OFX_EP_DISCONNECT_PENDING;
 	}
+}
+
+/* ep->lock held.  Ends a connection not yet established: DISC, no fence. */
+static void conn_abort(struct ofx_xrc_ep *xe)
+{
+	xe->fence_done = true;
+	conn_after_fence(xe);
+	if (xe->state != XC_CLOSED) {
+		/* the peer may not know the EP yet: do not wait for its DISC */
+		xe->peer_gone = true;
+		conn_release(xe);
+	}
+	conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
 }
 
 /* The peer's DISC sent after its fence: we may also tell it we are done. */
@@ -846,7 +926,8 @@ int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *o
 	int n, ret;
 
 	*offered_p = false;
-	if (!xe || pdata_len > XRC_REQ_AREA - OFX_PDATA_XRC_HDR_LEN || ofx_cm_p2p_requested(ep))
+	if (!xe || ep->csp || pdata_len > XRC_REQ_AREA - OFX_PDATA_XRC_HDR_LEN ||
+	    ofx_cm_p2p_requested(ep))
 		return 0;
 	ret = xrc_srq_open(ep);
 	if (ret)
@@ -920,7 +1001,7 @@ bool ofx_xrc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_c
 		ret = conn_ini_ready(ia, xe);
 	pthread_mutex_unlock(&x->lock);
 	if (ret)
-		conn_fail(xe, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+		conn_fail(xe, pending_fail_event(xe));
 	return true;
 }
 
@@ -934,7 +1015,7 @@ bool ofx_xrc_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int
 	uint8_t rej[XRC_REJ_AREA];
 	int ret, n;
 
-	if (!xe || !cr->has_hdr || !(cr->hdr.flags & OFX_PDATA_F_XRC) ||
+	if (!xe || ep->csp || !cr->has_hdr || !(cr->hdr.flags & OFX_PDATA_F_XRC) ||
 	    (cr->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX)
 		return false;
 	ret = xrc_srq_open(ep);
@@ -1004,13 +1085,7 @@ bool ofx_xrc_disconnect(struct ofx_ep *ep, bool abrupt, int *ret_p)
 		break;
 	default:
 		/* not established yet: tell the peer, report the end */
-		xe->fence_done = true;
-		conn_after_fence(xe);
-		if (xe->state != XC_CLOSED) {
-			xe->peer_disc = true;
-			conn_release(xe);
-		}
-		conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
+		conn_abort(xe);
 		break;
 	}
 	return true;
@@ -1073,7 +1148,7 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struc
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	if (a->verdict != XRC_V_OK) {
 		pthread_mutex_unlock(&x->lock);
-		conn_fail(xe, DAT_CONNECTION_EVENT_BROKEN);
+		conn_fail(xe, pending_fail_event(xe));
 		return;
 	}
 	xe->conn_id = c->conn_id;
@@ -1085,7 +1160,7 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struc
 		ret = conn_ini_ready(ia, xe);
 	pthread_mutex_unlock(&x->lock);
 	if (ret)
-		conn_fail(xe, DAT_CONNECTION_EVENT_BROKEN);
+		conn_fail(xe, pending_fail_event(xe));
 }
 
 /* ep->lock held (A): the passive side's BIND. */
@@ -1102,7 +1177,7 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struct x
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	pthread_mutex_unlock(&x->lock);
 	if (a->verdict != XRC_V_OK) {
-		conn_fail(xe, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+		conn_fail(xe, pending_fail_event(xe));
 		return;
 	}
 	xe->bound = true;
@@ -1128,8 +1203,7 @@ static void ctl_on_disc(struct ofx_xrc_ep *xe)
 	case XC_CLOSED:
 		break;
 	default:
-		conn_fail(xe, xe->active ? DAT_CONNECTION_EVENT_NON_PEER_REJECTED :
-					   DAT_CONNECTION_EVENT_BROKEN);
+		conn_fail(xe, pending_fail_event(xe));
 		break;
 	}
 }
@@ -1150,7 +1224,6 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	a.srqn_to = c.srqn_from;
 	a.tag = x->tag;
 	a.port = x->port;
-	a.tgt = c.tgt;
 	if (c.op == OFX_XRC_OP_INI) {
 		pthread_mutex_lock(&x->lock);
 		ctl_on_ini(ia, &c, &a);
@@ -1193,7 +1266,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const struct xrc_ctl *a)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
-	struct ofx_xrc_ep *wake[64];
+	struct ofx_xrc_ep **wake;
 	struct ofx_xrc_ini *ini = NULL;
 	struct ofx_list *pos, *tmp;
 	bool ok;
@@ -1215,15 +1288,18 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 	if (!ok)
 		ofx_warn("ini qp 0x%x to port %u: %s", ini->qp->qp_num, ini->port,
 			 a ? "refused" : "no answer");
+	wake = calloc(ini->refs ? ini->refs : 1, sizeof(*wake));
 	ofx_list_for_each_safe(pos, tmp, &ini->eps) {
 		struct ofx_xrc_ep *xe = container_of(pos, struct ofx_xrc_ep, ini_link);
 
-		if (n < (int)OFX_ARRAY_SIZE(wake)) {
+		if (wake && n < ini->refs) {
 			atomic_fetch_add(&xe->busy, 1);
 			wake[n++] = xe;
 		}
 	}
 	pthread_mutex_unlock(&x->lock);
+	if (!wake)
+		ofx_err("no memory to wake the eps of ini qp 0x%x", ini->qp->qp_num);
 
 	for (int i = 0; i < n; i++) {
 		struct ofx_xrc_ep *xe = wake[i];
@@ -1237,12 +1313,12 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 				pthread_mutex_unlock(&x->lock);
 			}
 			if (ret)
-				conn_fail(xe, xe->active ? DAT_CONNECTION_EVENT_NON_PEER_REJECTED
-							 : DAT_CONNECTION_EVENT_BROKEN);
+				conn_fail(xe, pending_fail_event(xe));
 		}
 		pthread_mutex_unlock(&xe->ep->lock);
 		atomic_fetch_sub(&xe->busy, 1);
 	}
+	free(wake);
 }
 
 void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer)
@@ -1276,7 +1352,7 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 		if (xe->state != XC_A_CONFIRM_SENT)
 			break;
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
-			conn_fail(xe, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+			conn_fail(xe, pending_fail_event(xe));
 			break;
 		}
 		xe->ack_ok = true;
@@ -1287,7 +1363,7 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 		if (xe->state != XC_P_BIND_SENT)
 			break;
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK)
-			conn_fail(xe, DAT_CONNECTION_EVENT_BROKEN);
+			conn_fail(xe, pending_fail_event(xe));
 		else
 			conn_established(xe);
 		break;
@@ -1305,21 +1381,25 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 
 /* ---- EP teardown -------------------------------------------------------- */
 
-bool ofx_xrc_ep_teardown(struct ofx_ep *ep)
+static bool conn_pending(const struct ofx_xrc_ep *xe)
+{
+	return xe->state == XC_A_INI_WAIT || xe->state == XC_A_CONFIRM_SENT ||
+	       xe->state == XC_P_CONFIRM_WAIT || xe->state == XC_P_INI_WAIT ||
+	       xe->state == XC_P_BIND_SENT;
+}
+
+/*
+ * ep->lock not held.  Waits (at most cm_timeout_ms) for the fence and, with
+ * `peer` and a progress thread to deliver it, the peer's DISC.  False if
+ * the fence did not complete.
+ */
+static bool conn_wait(struct ofx_ep *ep, bool peer)
 {
 	struct ofx_xrc_ep *xe = ep->xrc;
 	struct ofx_ia *ia = ep->obj.ia;
-	struct ofx_xrc_ia *x = xrc_of(ia);
 	uint64_t deadline = ofx_now_ns() + ia->cfg.cm_timeout_ms * 1000000ull;
 	bool clean = true;
 
-	if (!xe)
-		return true;
-	pthread_mutex_lock(&ep->lock);
-	xe->event_posted = true; /* the EP is going: no more events */
-	if (xe->state == XC_CONNECTED)
-		conn_fence_and_disc(xe);
-	pthread_mutex_unlock(&ep->lock);
 	for (;;) {
 		struct timespec ts = { 0, 200 * 1000 };
 		bool fence_wait, peer_wait;
@@ -1327,7 +1407,8 @@ bool ofx_xrc_ep_teardown(struct ofx_ep *ep)
 		pthread_mutex_lock(&ep->lock);
 		fence_wait = xe->state == XC_FENCE && !xe->fence_done;
 		/* only a progress thread can deliver the peer's DISC meanwhile */
-		peer_wait = xe->state == XC_DISC_SENT && !xe->peer_disc && ia->progress;
+		peer_wait = peer && xe->state == XC_DISC_SENT && !xe->peer_disc &&
+			    !xe->peer_gone && ia->progress;
 		pthread_mutex_unlock(&ep->lock);
 		if (!fence_wait && !peer_wait)
 			break;
@@ -1341,6 +1422,32 @@ bool ofx_xrc_ep_teardown(struct ofx_ep *ep)
 			ofx_evd_drain_cq(ep->req_evd);
 		nanosleep(&ts, NULL);
 	}
+	return clean;
+}
+
+void ofx_xrc_ep_quiesce(struct ofx_ep *ep)
+{
+	if (ep->xrc)
+		conn_wait(ep, false);
+}
+
+bool ofx_xrc_ep_teardown(struct ofx_ep *ep)
+{
+	struct ofx_xrc_ep *xe = ep->xrc;
+	struct ofx_ia *ia = ep->obj.ia;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	bool clean;
+
+	if (!xe)
+		return true;
+	pthread_mutex_lock(&ep->lock);
+	xe->event_posted = true; /* the EP is going: no more events */
+	if (xe->state == XC_CONNECTED)
+		conn_fence_and_disc(xe);
+	else if (conn_pending(xe))
+		conn_abort(xe);
+	pthread_mutex_unlock(&ep->lock);
+	clean = conn_wait(ep, true);
 	pthread_mutex_lock(&ep->lock);
 	if (xe->state != XC_CLOSED && xe->state != XC_IDLE && xe->state != XC_RC &&
 	    xe->state != XC_OFFERED) {
@@ -1356,6 +1463,8 @@ bool ofx_xrc_ep_teardown(struct ofx_ep *ep)
 	pthread_mutex_unlock(&x->lock);
 	while (atomic_load(&xe->busy))
 		sched_yield();
+	/* a fence_poll that found the EP before its timer was cancelled */
+	ofx_progress_barrier(ia->progress);
 	return clean;
 }
 
@@ -1374,7 +1483,7 @@ int ofx_xrc_ep_reset(struct ofx_ep *ep)
 	if (xe->state != XC_IDLE && xe->state != XC_CLOSED && xe->state != XC_RC)
 		return -EBUSY;
 	xe->state = XC_IDLE;
-	xe->ack_ok = xe->bound = xe->peer_disc = xe->fence_done = false;
+	xe->ack_ok = xe->bound = xe->peer_disc = xe->peer_gone = xe->fence_done = false;
 	xe->event_posted = false;
 	xe->peer_srqn = xe->peer_tag = 0;
 	return 0;
@@ -1424,14 +1533,18 @@ bool ofx_xrc_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 	struct ofx_xrc_ep *xe = ep->xrc;
 	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
 	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
-	struct ofx_xrc_ep *broken[64];
+	struct ofx_cookie_ring *rr = &ep->recv_ring;
+	bool is_recv = ck >= rr->slots && ck < rr->slots + rr->size;
+	struct ofx_xrc_ep *one[1], **broken = one;
 	struct ofx_xrc_ini *ini;
 	struct ofx_list *pos, *tmp;
 	int n = 0;
 
 	if (!xe || xe->state == XC_RC || xe->state == XC_IDLE)
 		return false;
-	if (ck == &xe->fence) {
+	/* the fence done (a flush too: the QP went to error, no send is left) */
+	if (ck == &xe->fence &&
+	    (wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_WR_FLUSH_ERR)) {
 		pthread_mutex_lock(&ep->lock);
 		if (xe->state == XC_FENCE) {
 			xe->fence_done = true;
@@ -1444,18 +1557,23 @@ bool ofx_xrc_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 		return true;
 	/* a receive error concerns this EP only; a send error kills the INI QP */
 	pthread_mutex_lock(&x->lock);
-	ini = ck->op == OFX_OP_RECV ? NULL : xe->ini;
-	if (ini) {
+	ini = is_recv ? NULL : xe->ini;
+	if (ini)
+		broken = calloc(ini->refs, sizeof(*broken));
+	if (ini && broken) {
 		ini->state = INI_DEAD;
 		ofx_list_for_each_safe(pos, tmp, &ini->eps) {
 			struct ofx_xrc_ep *o = container_of(pos, struct ofx_xrc_ep, ini_link);
 
-			if (n < (int)OFX_ARRAY_SIZE(broken)) {
+			if (n < ini->refs) {
 				atomic_fetch_add(&o->busy, 1);
 				broken[n++] = o;
 			}
 		}
 	} else {
+		if (ini)
+			ini->state = INI_DEAD; /* no memory: only this EP is told */
+		broken = one;
 		atomic_fetch_add(&xe->busy, 1);
 		broken[n++] = xe;
 	}
@@ -1468,12 +1586,14 @@ bool ofx_xrc_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 		pthread_mutex_lock(&o->ep->lock);
 		if (o->state != XC_CLOSED && o->state != XC_IDLE && o->state != XC_RC) {
 			/* the peer cannot be told in order any more: do not wait for it */
-			o->peer_disc = true;
+			o->peer_gone = true;
 			conn_release(o);
 			conn_report(o, DAT_CONNECTION_EVENT_BROKEN);
 		}
 		pthread_mutex_unlock(&o->ep->lock);
 		atomic_fetch_sub(&o->busy, 1);
 	}
+	if (broken != one)
+		free(broken);
 	return true;
 }

@@ -19,9 +19,10 @@ struct ofx_cookie;
  * ofx_xrc_transport, below), every EP made by dat_ep_create is backed by XRC
  * instead of one RC QP: per connection it receives through an XRC SRQ of
  * its own and sends through an XRC INI QP that it shares with every EP of
- * the IA going to the same remote node.  EPs made by dat_ep_create_with_srq
- * and EPs of an IA without a carrier stay RC (the rdma_cm carrier is not
- * written yet: on a device, xrc=on opens the domain and runs RC).
+ * the IA going to the same remote node.  EPs made by dat_ep_create_with_srq,
+ * EPs in dat_ep_common_connect and EPs of an IA without a carrier stay RC
+ * (the rdma_cm carrier is not written yet: on a device, xrc=on opens the
+ * domain and runs RC).
  *
  * ==== Wire spec, protocol version 1 ====
  *
@@ -83,14 +84,16 @@ struct ofx_cookie;
  * 3. CONFIRM.  A gets an INI QP for P's key (step 5): a READY one, one
  *    still connecting (it waits) or a new one.  Once it is READY, A sends
  *    CONFIRM {conn_id, srqns, A's tag and port, tgt: T_A, the TGT behind
- *    it}.  P opens T_A in its own domain and answers CONFIRM-ACK with its
- *    verdict (OK, or REFUSED: P's EP then reports BROKEN), or status
- *    UNKNOWN if it has no EP waiting for that srqn pair.  A fails its EP
- *    (NON_PEER_REJECTED) on anything but OK.
+ *    it}.  P verifies T_A (ibv_open_qp() in its own domain, unless it holds
+ *    a handle to that TGT already) and answers CONFIRM-ACK with its
+ *    verdict (OK, or REFUSED: P's EP then fails), or status UNKNOWN if it
+ *    has no EP waiting for that srqn pair.  A fails its EP on anything but
+ *    OK.  A connection that fails before it is established reports
+ *    NON_PEER_REJECTED on A and ACCEPT_COMPLETION_ERROR on P.
  *
  * 4. BIND.  After an OK CONFIRM, P gets an INI QP for A's key in the same
  *    way and, once it is READY, sends BIND {conn_id, srqns, tgt: T_P}.  A
- *    opens T_P in its domain and answers BIND-ACK with its verdict.
+ *    verifies T_P in the same way and answers BIND-ACK with its verdict.
  *    A becomes CONNECTED (ESTABLISHED with the accept data) when its
  *    CONFIRM-ACK said OK and it verified T_P; P becomes CONNECTED
  *    (ESTABLISHED) when BIND-ACK says OK.  So no side sends to the peer's
@@ -106,7 +109,9 @@ struct ofx_cookie;
  *    receiver checks aux against its own tag (REFUSED if it differs),
  *    creates a TGT QP (XRC_RECV) in its domain, moves it to RTR towards the
  *    INI QP and answers INI-ACK {tgt: T, verdict OK}.  The sender moves its
- *    INI QP to RTS towards T (retry_cnt and rnr_retry 7).  This is the only
+ *    INI QP to RTS towards T (retry_cnt and rnr_retry 7).  (xrc.c sets only
+ *    the state, dest_qp_num and retry attributes; a device carrier must add
+ *    the path attributes that rdma_init_qp_attr() gives.)  This is the only
  *    QP pair XRC creates; every further EP between the two nodes (and
  *    domains) attaches with steps 1-4 only.  An INI QP whose request was
  *    refused or got no answer is DEAD: the EPs waiting for it fail.
@@ -115,20 +120,23 @@ struct ofx_cookie;
  *    disconnect, ep_free, the peer's DISC) first blocks new sends, then
  *    posts a signaled zero-length RDMA WRITE (the fence) behind the EP's
  *    sends on the INI QP; when it completes every earlier send of the EP
- *    has landed, and it sends DISC {conn_id, srqns}.  The peer answers
+ *    has landed, and it sends DISC {conn_id, srqns}.  The progress thread
+ *    polls the request EVD for the fence's completion (the consumer may
+ *    not) and goes on without it after cm_timeout_ms.  The peer answers
  *    DISC-ACK at once, reports DISCONNECTED to its consumer if it was
  *    connected and then does the same in its direction.  A side reports
  *    DISCONNECTED and destroys its SRQ once it has sent its DISC and has
  *    the peer's (nothing can be in flight to it any more), or when its DISC
- *    went unanswered (the peer is presumed gone).  ep_free waits for the
- *    fence and (with a progress thread) the peer's DISC at most
- *    cm_timeout_ms; an EP whose fence did not complete keeps its memory
- *    until ia_close.  Receives still posted when the SRQ goes are dropped
+ *    went unanswered or UNKNOWN (the peer is presumed gone).  ep_free
+ *    waits for the fence and (with a progress thread) the peer's DISC at
+ *    most cm_timeout_ms; an EP whose fence did not complete keeps its
+ *    memory until ia_close.  dat_ep_reset waits for a fence in flight
+ *    first.  Receives still posted when the SRQ goes are dropped
  *    without events; receives posted afterwards wait for the next
  *    connection.  Sending to a destroyed SRQ number would move the sender's
  *    shared INI QP to the error state, which is why no SRQ goes before its
- *    peer is done.  Disconnecting before CONNECTED sends DISC without a
- *    fence and reports DISCONNECTED at once.
+ *    peer is done.  Disconnecting (or ep_free) before CONNECTED sends DISC
+ *    without a fence, reports DISCONNECTED at once and does not wait.
  *
  * Control message, 32 bytes, network byte order:
  *        0  u16 magic        0x4F58
@@ -145,20 +153,24 @@ struct ofx_cookie;
  *                            request's TGT, or INI: the TGT was not made)
  *       27  u8  status       answers: 0 OK, 1 UNKNOWN (no such EP)
  *       28  u32 aux          INI: the tag expected at the receiver
- * An answer swaps srqn_from and srqn_to.  The carrier delivers a request
- * with ofx_xrc_ctl_request() at the receiver, which returns the answer at
- * once, and hands the answer (or none, after OFX_XRC_CTL_TRIES tries) back
- * with ofx_xrc_ctl_answer().  Requests are idempotent.
+ * An answer swaps srqn_from and srqn_to and carries the answerer's tag and
+ * port.  The carrier delivers a request with ofx_xrc_ctl_request() at the
+ * receiver, which returns the answer at once, and hands the answer (or
+ * none, after OFX_XRC_CTL_TRIES tries) back with ofx_xrc_ctl_answer().
+ * CONFIRM, BIND and DISC are idempotent; a repeated INI makes a further TGT
+ * QP (held until ia_close like the first).
  *
  * 7. Lifetimes.
  *    - INI QP: reference counted by the EPs bound to it or waiting for it;
- *      destroyed when the last one goes, and at ia_close.  A DEAD one is
- *      never bound again: new EPs get a fresh INI QP.
+ *      destroyed when the last one goes (a later EP to that node makes a
+ *      new one), and at ia_close.  A DEAD one is never bound again: new EPs
+ *      get a fresh INI QP.
  *    - TGT QP: created by the receiver of an INI request, whose IA holds it
  *      until ia_close.  The receiver of every EP reached through it
  *      verifies it with ibv_open_qp(), and
- *        xrc_tgt=domain (2a, default): keeps that handle while the EP's
- *          connection lasts, so the TGT outlives its creator (the kernel
+ *        xrc_tgt=domain (2a, default): keeps that handle (one per TGT and
+ *          IA, shared by its EPs) while an EP's connection through it
+ *          lasts, so the TGT outlives its creator (the kernel
  *          destroys a TGT QP when its last handle goes; ibv_destroy_qp of
  *          a handle only detaches the process);
  *        xrc_tgt=exit (2b): closes it right after the check: the TGT dies
@@ -181,7 +193,8 @@ struct ofx_cookie;
  * 10. Failures.  A send completion in error (other than a flush) on an INI
  *    QP kills it: every EP bound to it reports BROKEN (the peer's SRQ
  *    number may be gone: a peer process that died without disconnecting,
- *    a TGT destroyed under 2b, an RNR beyond the retry count, a bad rkey).
+ *    whose SRQ even the fence then names; a TGT destroyed under 2b; an RNR
+ *    beyond the retry count; a bad rkey).
  *    A receive completion in error breaks only its EP.  XRC trades this
  *    fate sharing for one QP per node instead of per EP.
  */
@@ -201,7 +214,7 @@ enum ofx_xrc_op {
 	OFX_XRC_OP_ANSWER = 0x80,
 };
 
-/* Counters of one IA (tests, debugging). */
+/* Counters of one IA (tests, debugging; logged at ia_close with stats=yes). */
 struct ofx_xrc_stats {
 	unsigned long ini_created;	/* INI QPs created (each is one QP pair) */
 	unsigned long ini_live;		/* INI QPs existing now */
@@ -219,8 +232,9 @@ struct ofx_xrc_stats {
  * The carrier of the control messages.  send_ctl queues request `msg` to
  * the IA at addr:port and returns 0 or a negative errno; it is called with
  * internal locks held, so it must not block nor call back into xrc.c.  The
- * receiving side calls ofx_xrc_ctl_request(); the sending side gets the
- * answer through ofx_xrc_ctl_answer(), from any thread holding no EP lock.
+ * receiving side calls ofx_xrc_ctl_request() and the sending side gets the
+ * answer through ofx_xrc_ctl_answer(), both from a thread holding no EP
+ * lock.
  */
 struct ofx_xrc_transport {
 	int (*send_ctl)(struct ofx_ia *ia, const struct sockaddr *addr, uint16_t port,
@@ -257,11 +271,14 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
  * held) ends the current XRC connection (fence, DISC), waiting at most
  * cm_timeout_ms, and releases its SRQ, INI and TGT references; false if the
  * fence did not complete (the EP's sends may still complete: keep its
- * memory).  ofx_xrc_ep_free frees ep->xrc.  ofx_xrc_ep_reset (ep->lock
- * held) prepares the EP for a new connection; -EBUSY while one lasts.
+ * memory).  ofx_xrc_ep_free frees ep->xrc.  ofx_xrc_ep_quiesce (ep->lock
+ * not held) waits at most cm_timeout_ms for a fence in flight, so that
+ * ofx_xrc_ep_reset (ep->lock held) finds the connection over; that one
+ * prepares the EP for a new connection, -EBUSY while one lasts.
  */
 int ofx_xrc_ep_create(struct ofx_ep *ep);
 bool ofx_xrc_ep_teardown(struct ofx_ep *ep);
+void ofx_xrc_ep_quiesce(struct ofx_ep *ep);
 void ofx_xrc_ep_free(struct ofx_ep *ep);
 int ofx_xrc_ep_reset(struct ofx_ep *ep);
 

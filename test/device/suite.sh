@@ -141,6 +141,22 @@ vm_pair dtestsrq.ofx 120 log:'ready on port' \
 	"ona dtestsrq -P ofx-rxe -s -c 4 -B 2 -t 5" "onb dtestsrq -P ofx-rxe -h $A -c 4 -B 2 -t 5" \
 	'DAPL RC SRQ Test Complete\.' 'Error|ERR'
 
+# 8. CNO and RMR.  Stock dtest in CNO mode: both DTO EVDs are attached to a CNO
+# and every completion is collected through dat_cno_wait + dat_evd_dequeue.
+# ofx_rmr_test binds memory windows (dat_rmr_create = type 1, revoked by an
+# unbind; DAT_RMR_CREATE_FOR_EP = type 2, revoked by rmr_free), the peer
+# RDMA-writes through them, then its write through a revoked window must fail
+# with a remote access error and break its EP.
+dtest_pair dtest.cno ofx-rxe -c -b 65536 -B 200
+dtest_pair dtest.cno.mix-ab mix-ab -c -b 4096 -B 100
+dtest_pair dtest.cno.mix-ba mix-ba -c -b 4096 -B 100
+if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_rmr_test" ]; then
+	vm_pair rmr 120 log:'server ready' \
+		"ona $OFX_TOP_BUILDDIR/test/device/ofx_rmr_test server ofx-rxe" \
+		"onb $OFX_TOP_BUILDDIR/test/device/ofx_rmr_test client $A ofx-rxe" \
+		'ALL TESTS PASSED' 'FAIL'
+fi
+
 if [ "$SUITE" = full ]; then
 	dtest_pair dtest.ofx.default ofx-rxe
 	dapltest_block dapl.full ofx-rxe \

@@ -24,6 +24,8 @@ static CU_SuiteInfo suites[] = {
 	{ "rmr", NULL, NULL, NULL, NULL, ofx_test_rmr },
 	{ "ext", NULL, NULL, NULL, NULL, ofx_test_ext },
 	{ "srq", NULL, NULL, NULL, NULL, ofx_test_srq },
+	{ "xrc", NULL, NULL, NULL, NULL, ofx_test_xrc },
+	{ "badinput", NULL, NULL, NULL, NULL, ofx_test_badinput },
 	{ "provider", NULL, NULL, NULL, NULL, ofx_test_provider },
 	{ "cm", NULL, NULL, NULL, NULL, ofx_test_cm },
 	CU_SUITE_INFO_NULL,

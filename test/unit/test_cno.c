@@ -299,8 +299,7 @@ static void test_create_query_and_free(void)
 	CU_ASSERT_EQUAL(ofx_cno_query(cno, DAT_CNO_FIELD_ALL, NULL), OFX_INVALID_ARG(3));
 	CU_ASSERT_EQUAL(ofx_cno_wait(cno, 0, NULL), OFX_INVALID_ARG(3));
 	CU_ASSERT_EQUAL(ofx_cno_free(cno), DAT_SUCCESS);
-	/* the handle is poisoned */
-	CU_ASSERT_EQUAL(ofx_cno_free(cno), OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_CNO));
+	/* the memory is gone: freed handles are checked by the badinput suite */
 	teardown();
 }
 

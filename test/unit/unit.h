@@ -23,5 +23,7 @@ extern CU_TestInfo ofx_test_cno[];
 extern CU_TestInfo ofx_test_rmr[];
 extern CU_TestInfo ofx_test_ext[];
 extern CU_TestInfo ofx_test_srq[];
+extern CU_TestInfo ofx_test_xrc[];
+extern CU_TestInfo ofx_test_badinput[];
 
 #endif

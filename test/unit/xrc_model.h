@@ -38,6 +38,7 @@ struct xm_proc {
 };
 
 extern bool xm_rnr_limited;	/* RNR beyond the retry count breaks the INI QP */
+extern bool xm_autopump;	/* xm_connect delivers the control messages (default) */
 
 /* Installs the model; xm_fini checks that every object was released. */
 void xm_init(void);

@@ -1,0 +1,376 @@
+#!/bin/bash
+# SPDX-License-Identifier: BSD-2-Clause
+#
+# bench-guest.sh: the measuring half of dapltest-scripts/bench.  It runs the
+# stock programs (dapltest, dtestcm), perftest and callgrind between a
+# server host and a client host, round by round, and writes what it measured
+# to $BENCH_OUT/results.tsv (one value per line), the logs to
+# $BENCH_OUT/logs and the callgrind profiles to $BENCH_OUT/callgrind.  The
+# host script (bench) turns these into the table, the CSV and the plot.
+#
+# In the ofxvm guest it needs no settings: the server is host A (`ona`), the
+# client host B (`onb`).  On real hardware, bench sets the BENCH_* variables
+# below (prefixes such as "ssh node1", device names, GID index).
+#
+# Every round runs, in this order and with the same parameters:
+#   stock  libdaplofa on both sides (IA $BENCH_STOCK_IA)
+#   ofx    libdaplofx on both sides (IA $BENCH_OFX_IA, and $BENCH_P2P_IA for
+#          the connection rate with p2p=on)
+#   raw    perftest over verbs, the platform limit
+# Cases (the per-size iteration count shrinks above 4 KiB, see iters_for):
+#   RW  SIZE  dapltest -T P -m p RW SIZE 1            ib_write_bw -s SIZE
+#   SR  SIZE  dapltest -T T -P client SR SIZE server SR SIZE (ping-pong;
+#             round trips/s = client WQE/s / 2)       ib_send_lat -s SIZE
+#             (round trips/s = 1e6 / (2 * t_avg))
+#   RR  4096  dapltest -T P -m p RR 4096 1            ib_read_bw -s 4096
+#   RWLAT 4096 dapltest -T P -m p -p 1 RW 4096 1 (us per completed op)
+#                                                     ib_write_lat: 2 * t_avg
+#   SRBW 256  (raw only) ib_send_bw -s 256, streaming sends
+#   CM  N     dtestcm -c N -b BURST: connections/s as printed by dtestcm
+#             ("CPS"), client wall time beside it
+# Exit status: the number of failed runs (at most 100).
+set -u
+
+OUT=${BENCH_OUT:-${OFXVM_OUT:-$PWD}}
+SRV=${BENCH_SRV-ona}
+CLI=${BENCH_CLI-onb}
+SADDR=${BENCH_SADDR:-${OFXVM_A_IP:-192.0.2.1}}
+SDEV=${BENCH_SDEV:-${OFXVM_A_IBDEV:-rxea}}
+CDEV=${BENCH_CDEV:-${OFXVM_B_IBDEV:-rxeb}}
+SGID=${BENCH_SGID:-${OFXVM_A_GID_INDEX:-1}}
+CGID=${BENCH_CGID:-${OFXVM_B_GID_INDEX:-1}}
+STOCK_IA=${BENCH_STOCK_IA:-ofa-v2-rxe}
+OFX_IA=${BENCH_OFX_IA:-ofx-rxe}
+P2P_IA=${BENCH_P2P_IA:-ofx-rxe-p2p}
+ROUNDS=${BENCH_ROUNDS:-5}
+SIZES=${BENCH_SIZES:-8 64 256 1024 4096 16384 65536}
+ITER=${BENCH_ITER:-2000}
+PP_ITER=${BENCH_PP_ITER:-1000}
+CONNS=${BENCH_CONNS:-100}
+CM_BURST=${BENCH_CM_BURST:-10}
+CALLGRIND=${BENCH_CALLGRIND:-1}
+CG_ITERS=${BENCH_CG_ITERS:-200 1200}
+CG_TMP=${BENCH_CG_TMP:-/tmp}
+PT_PORT=18515
+
+LOGS=$OUT/logs
+RES=$OUT/results.tsv
+FAILS=$OUT/failures.txt
+mkdir -p "$LOGS" "$OUT/callgrind"
+: >"$RES"
+: >"$FAILS"
+nfail=0
+
+now() { printf '%s' "${EPOCHREALTIME/[.,]/}"; }	# microseconds, no fork
+
+say() {
+	local up rest
+	read -r up rest </proc/uptime 2>/dev/null || up=-
+	printf 'bench [%7s] %s\n' "$up" "$*"
+}
+
+fail() { # NAME MSG
+	nfail=$((nfail + 1))
+	printf '%s\t%s\n' "$1" "$2" >>"$FAILS"
+	say "FAIL $1: $2"
+	[ -s "$LOGS/$1.log" ] && tail -n 6 "$LOGS/$1.log" | cut -c1-160 | sed "s/^/    $1| /"
+	return 0
+}
+
+rec() { # ROUND SYSTEM CASE SIZE METRIC VALUE
+	[ -n "$6" ] || return 0
+	printf '%s\t%s\t%s\t%s\t%s\t%s\n' "$@" >>"$RES"
+}
+
+# Fewer operations for big messages, so that one run stays near a second
+# under TCG: at most 32 MiB (bandwidth) or 16 MiB (ping-pong) per run.
+iters_for() { # SIZE
+	local n=$((33554432 / $1))
+	[ "$n" -lt "$ITER" ] || n=$ITER
+	[ "$n" -ge 200 ] || n=200
+	echo "$n"
+}
+pp_iters_for() { # SIZE
+	local n=$((16777216 / $1))
+	[ "$n" -lt "$PP_ITER" ] || n=$PP_ITER
+	[ "$n" -ge 100 ] || n=100
+	echo "$n"
+}
+
+# --- jobs -------------------------------------------------------------------
+
+cli() { # NAME SECS CMD...: client-side run, output to logs/NAME.log
+	local name=$1 secs=$2
+	shift 2
+	# shellcheck disable=SC2086
+	timeout -k 5 "$secs" $CLI "$@" >"$LOGS/$name.log" 2>&1 </dev/null
+}
+
+SRV_PID=""
+srv_start() { # NAME SECS CMD...
+	local name=$1 secs=$2
+	shift 2
+	# shellcheck disable=SC2086
+	timeout -k 5 "$secs" $SRV "$@" >"$LOGS/$name.log" 2>&1 </dev/null &
+	SRV_PID=$!
+}
+
+srv_alive() { [ -n "$SRV_PID" ] && kill -0 "$SRV_PID" 2>/dev/null; }
+
+srv_stop() { # SECS: let the server end, then kill it
+	local i
+	[ -n "$SRV_PID" ] || return 0
+	for ((i = 0; i < $1 * 10; i++)); do
+		srv_alive || break
+		sleep 0.1
+	done
+	kill "$SRV_PID" 2>/dev/null
+	wait "$SRV_PID" 2>/dev/null
+	SRV_PID=""
+}
+
+wait_log() { # FILE REGEX SECS
+	local i
+	for ((i = 0; i < $3 * 10; i++)); do
+		grep -Eq "$2" "$1" 2>/dev/null && return 0
+		srv_alive || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+wait_port() { # PORT SECS
+	local i
+	for ((i = 0; i < $2 * 10; i++)); do
+		# shellcheck disable=SC2086
+		$SRV ss -ltn 2>/dev/null | grep -q ":$1 " && return 0
+		srv_alive || return 1
+		sleep 0.1
+	done
+	return 1
+}
+
+# --- dapltest -----------------------------------------------------------------
+
+DT_OK='End of Work -- Client Exiting'
+DT_BAD='Test Error|bad connection event|FAIL:|Warning: conn_event_wait'
+DT_TAG=""
+
+dt_server_start() { # TAG IA
+	DT_TAG=$1
+	srv_start "$1.dapltest-srv" 1800 dapltest -T S -D "$2"
+	wait_log "$LOGS/$1.dapltest-srv.log" 'Service Point Ready' 60 && return 0
+	fail "$1.dapltest-srv" "no 'Service Point Ready'"
+	srv_stop 1
+	return 1
+}
+
+dt_server_stop() { # IA
+	cli "$DT_TAG.dapltest-quit" 60 dapltest -T Q -s "$SADDR" -D "$1"
+	srv_stop 30
+}
+
+dt_ok() { # NAME
+	grep -Eq "$DT_BAD" "$LOGS/$1.log" && { fail "$1" "$(grep -Em1 "$DT_BAD" "$LOGS/$1.log")"; return 1; }
+	grep -q "$DT_OK" "$LOGS/$1.log" || { fail "$1" "no '$DT_OK'"; return 1; }
+	return 0
+}
+
+# dt_perf ROUND SYS IA CASE OP SIZE [-p N]: pipelined RDMA ops, polling
+dt_perf() {
+	local r=$1 sys=$2 ia=$3 case=$4 op=$5 size=$6 n name v
+	shift 6
+	n=$(iters_for "$size")
+	name="r$r.$sys.$case.$size"
+	cli "$name" 300 dapltest -T P -s "$SADDR" -D "$ia" -i "$n" -m p "$@" "$op" "$size" 1
+	dt_ok "$name" || return 1
+	# raw: OP, ops, seg, nsegs, pipeline, cpu, ops/s, MB/s, latency, post, reap
+	v=$(awk -F', *' '/^raw:/ {print $7; exit}' "$LOGS/$name.log")
+	[ -n "$v" ] || { fail "$name" "no raw: line"; return 1; }
+	if [ "$case" = RWLAT ]; then
+		rec "$r" "$sys" "$case" "$size" us_op "$(awk -v o="$v" 'BEGIN {printf "%.2f", 1e6 / o}')"
+	else
+		rec "$r" "$sys" "$case" "$size" ops_s "$v"
+	fi
+}
+
+# dt_pingpong ROUND SYS IA SIZE: SR ping-pong through dapltest -T T
+dt_pingpong() {
+	local r=$1 sys=$2 ia=$3 size=$4 n name v
+	n=$(pp_iters_for "$size")
+	name="r$r.$sys.SR.$size"
+	cli "$name" 300 dapltest -T T -s "$SADDR" -D "$ia" -i "$n" -t 1 -w 1 -P \
+		client SR "$size" server SR "$size"
+	dt_ok "$name" || return 1
+	# "Total WQE : 2166.84 WQE/Sec": the client's send + recv per iteration
+	v=$(awk '/^Total WQE/ {printf "%.2f", $4 / 2; exit}' "$LOGS/$name.log")
+	[ -n "$v" ] || { fail "$name" "no Total WQE line"; return 1; }
+	rec "$r" "$sys" SR "$size" rt_s "$v"
+}
+
+dt_round() { # ROUND SYS IA
+	local r=$1 sys=$2 ia=$3 s
+	dt_server_start "r$r.$sys" "$ia" || return
+	for s in $SIZES; do
+		srv_alive || { dt_server_start "r$r.$sys" "$ia" || return; }
+		dt_perf "$r" "$sys" "$ia" RW RW "$s"
+	done
+	for s in $SIZES; do
+		srv_alive || { dt_server_start "r$r.$sys" "$ia" || return; }
+		dt_pingpong "$r" "$sys" "$ia" "$s"
+	done
+	srv_alive || { dt_server_start "r$r.$sys" "$ia" || return; }
+	dt_perf "$r" "$sys" "$ia" RR RR 4096
+	srv_alive || { dt_server_start "r$r.$sys" "$ia" || return; }
+	dt_perf "$r" "$sys" "$ia" RWLAT RW 4096 -p 1
+	dt_server_stop "$ia"
+}
+
+# --- dtestcm --------------------------------------------------------------------
+
+cm_run() { # ROUND SYS IA
+	local r=$1 sys=$2 ia=$3 name t0 t1 v
+	name="r$r.$sys.CM.$CONNS"
+	srv_start "$name.srv" 300 dtestcm -P "$ia" -s -c "$CONNS" -b "$CM_BURST"
+	if ! wait_port 15828 60; then
+		fail "$name.srv" "server never listened on 15828"
+		srv_stop 1
+		return 1
+	fi
+	t0=$(now)
+	cli "$name" 300 dtestcm -P "$ia" -h "$SADDR" -c "$CONNS" -b "$CM_BURST"
+	t1=$(now)
+	srv_stop 30
+	if grep -Eq 'FAILED|ERR|Error' "$LOGS/$name.log" ||
+		! grep -q 'DAPL Connection Test Complete' "$LOGS/$name.log"; then
+		fail "$name" "no 'DAPL Connection Test Complete' or an error line"
+		return 1
+	fi
+	# " Connections: %8.2lf usec, CPS %7.2lf Total %4.2lf secs, ..."
+	v=$(sed -n 's/.*Connections:.*CPS *\([0-9.]*\).*/\1/p' "$LOGS/$name.log" | head -n1)
+	[ -n "$v" ] || v=$(sed -n 's/.*Connections:.*CPS *\([0-9.]*\).*/\1/p' "$LOGS/$name.srv.log" | head -n1)
+	rec "$r" "$sys" CM "$CONNS" conn_s "$v"
+	rec "$r" "$sys" CMWALL "$CONNS" wall_s "$(awk -v a="$t0" -v b="$t1" 'BEGIN {printf "%.3f", (b - a) / 1e6}')"
+}
+
+# --- perftest ---------------------------------------------------------------------
+
+# pt_pair ROUND CASE PROG SIZE ITERS: server on the server host, bound to its
+# device and RoCE v2 GID, then the client
+pt_pair() {
+	local r=$1 case=$2 prog=$3 size=$4 n=$5 name
+	name="r$r.raw.$case.$size"
+	srv_start "$name.srv" 300 "$prog" -d "$SDEV" -x "$SGID" -F -n "$n" -s "$size"
+	if ! wait_port "$PT_PORT" 60; then
+		fail "$name.srv" "$prog server never listened on $PT_PORT"
+		srv_stop 1
+		return 1
+	fi
+	cli "$name" 300 "$prog" -d "$CDEV" -x "$CGID" -F -n "$n" -s "$size" "$SADDR"
+	srv_stop 30
+	grep -Eq "^ *$size +[0-9]" "$LOGS/$name.log" || { fail "$name" "no result line for $size"; return 1; }
+	PT_LOG=$LOGS/$name.log
+}
+
+pt_bw() { # ROUND CASE PROG SIZE: "#bytes #iter BW_peak BW_avg MsgRate[Mpps]"
+	local v
+	pt_pair "$1" "$2" "$3" "$4" "$(iters_for "$4")" || return 1
+	v=$(awk -v s="$4" '$1 == s && NF >= 5 {printf "%.2f", $5 * 1e6; exit}' "$PT_LOG")
+	rec "$1" raw "$2" "$4" ops_s "$v"
+}
+
+pt_lat() { # ROUND CASE PROG SIZE METRIC: "#bytes #iter t_min t_max t_typical t_avg ..."
+	local v
+	pt_pair "$1" "$2" "$3" "$4" "$(pp_iters_for "$4")" || return 1
+	if [ "$5" = rt_s ]; then
+		v=$(awk -v s="$4" '$1 == s && NF >= 6 {printf "%.2f", 1e6 / (2 * $6); exit}' "$PT_LOG")
+	else
+		v=$(awk -v s="$4" '$1 == s && NF >= 6 {printf "%.2f", 2 * $6; exit}' "$PT_LOG")
+	fi
+	rec "$1" raw "$2" "$4" "$5" "$v"
+}
+
+raw_round() { # ROUND
+	local r=$1 s
+	for s in $SIZES; do pt_bw "$r" RW ib_write_bw "$s"; done
+	for s in $SIZES; do pt_lat "$r" SR ib_send_lat "$s" rt_s; done
+	pt_bw "$r" RR ib_read_bw 4096
+	pt_lat "$r" RWLAT ib_write_lat 4096 us_op
+	pt_bw "$r" SRBW ib_send_bw 256
+}
+
+# --- callgrind ----------------------------------------------------------------------
+
+# cg_run SYS IA: dapltest -T P -m p RW 4096 1 on the client under callgrind,
+# once per iteration count in CG_ITERS, so that bench can subtract set-up
+# and teardown.  The profile is written on the client host and copied here.
+cg_run() {
+	local sys=$1 ia=$2 n name tmp
+	dt_server_start "cg.$sys" "$ia" || return
+	for n in $CG_ITERS; do
+		name="cg.$sys.i$n"
+		tmp="$CG_TMP/bench-$name.$$.out"
+		cli "$name" 900 valgrind --tool=callgrind --callgrind-out-file="$tmp" \
+			dapltest -T P -s "$SADDR" -D "$ia" -i "$n" -m p RW 4096 1
+		dt_ok "$name" || continue
+		# shellcheck disable=SC2086
+		$CLI cat "$tmp" >"$OUT/callgrind/$name.out" 2>/dev/null && $CLI rm -f "$tmp"
+		[ -s "$OUT/callgrind/$name.out" ] || fail "$name" "no callgrind profile"
+		srv_alive || { dt_server_start "cg.$sys" "$ia" || return; }
+	done
+	dt_server_stop "$ia"
+}
+
+# --- main -------------------------------------------------------------------------
+
+T0=$(now)
+say "server $SADDR ($SDEV gid $SGID) via '${SRV:-local}', client $CDEV gid $CGID via '${CLI:-local}'"
+say "rounds $ROUNDS, sizes $SIZES, iterations $ITER (bandwidth) / $PP_ITER (ping-pong)"
+{
+	echo "date $(date -u +%FT%TZ)"
+	echo "kernel $(uname -r)"
+	echo "rounds $ROUNDS"
+	echo "sizes $SIZES"
+	echo "iter $ITER"
+	echo "pp_iter $PP_ITER"
+	echo "conns $CONNS burst $CM_BURST"
+	echo "cg_iters $CG_ITERS"
+	echo "ias $STOCK_IA $OFX_IA $P2P_IA"
+	# shellcheck disable=SC2086
+	echo "server_dev $SDEV $($SRV cat /sys/class/infiniband/$SDEV/ports/1/active_mtu 2>/dev/null)"
+} >"$OUT/meta.txt"
+
+# warm-up (not recorded): the first exec of each program over 9p is slow
+say "warm-up"
+if dt_server_start r0.stock "$STOCK_IA"; then
+	cli r0.stock.warm 120 dapltest -T P -s "$SADDR" -D "$STOCK_IA" -i 500 -m p RW 4096 1
+	dt_server_stop "$STOCK_IA"
+fi
+if dt_server_start r0.ofx "$OFX_IA"; then
+	cli r0.ofx.warm 120 dapltest -T P -s "$SADDR" -D "$OFX_IA" -i 500 -m p RW 4096 1
+	dt_server_stop "$OFX_IA"
+fi
+pt_pair 0 warm ib_write_bw 4096 500 >/dev/null
+
+for ((r = 1; r <= ROUNDS; r++)); do
+	say "round $r/$ROUNDS: stock"
+	dt_round "$r" stock "$STOCK_IA"
+	cm_run "$r" stock "$STOCK_IA"
+	say "round $r/$ROUNDS: ofx"
+	dt_round "$r" ofx "$OFX_IA"
+	cm_run "$r" ofx "$OFX_IA"
+	cm_run "$r" ofx-p2p "$P2P_IA"
+	say "round $r/$ROUNDS: raw"
+	raw_round "$r"
+done
+
+if [ "$CALLGRIND" = 1 ]; then
+	say "callgrind: stock"
+	cg_run stock "$STOCK_IA"
+	say "callgrind: ofx"
+	cg_run ofx "$OFX_IA"
+fi
+
+say "done in $(awk -v a="$T0" -v b="$(now)" 'BEGIN {printf "%.0f", (b - a) / 1e6}') s, $(wc -l <"$RES") values, $nfail failed runs"
+[ $nfail -le 100 ] || nfail=100
+exit $nfail

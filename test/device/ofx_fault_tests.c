@@ -1,0 +1,1177 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * ofx_fault_tests: a DAT consumer (stock libdat2 only; libdaplofx through
+ * dat.conf) for fault paths: a peer that dies, connects that cannot succeed,
+ * RNR and EVD overflow, access violations, abrupt IA close with live objects
+ * and EP exhaustion.  Every case prints "ok CASE: ..." or "FAIL: CASE: ...".
+ *
+ *   ofx_fault_tests server [QUAL]          echo/case peer (host A); prints
+ *                                          "server ready qual Q pid P", then
+ *                                          "server established qual Q" per
+ *                                          connection; ends on a quit request
+ *   ofx_fault_tests client SERVER_IP CASE...
+ *
+ * Client cases (run in the order given):
+ *   peer_killed     connect to the server on qual 52100, keep receives and
+ *                   RDMA writes in flight and print "client loaded"; the
+ *                   script SIGKILLs that server.  Expects BROKEN or
+ *                   DISCONNECTED within 30 s, every posted DTO back exactly
+ *                   once (writes: success or error, receives: FLUSHED),
+ *                   ep_free and ia_close that return; then prints "client
+ *                   waiting for restart" and connects a new IA/EP to the
+ *                   restarted server and exchanges data.
+ *   no_listener     connect to SERVER_IP on a qualifier nobody listens on:
+ *                   NON_PEER_REJECTED.
+ *   unreachable     connect to 192.0.2.99 (no such host) with a 3 s
+ *                   timeout: TIMED_OUT, at about 3 s.
+ *   rnr             send to a peer that posts its receive 2 s later
+ *                   (rnr_retry 7 = infinite): the send completes, no loss.
+ *   evd_overflow    16 signalled RDMA writes reported on a request EVD of
+ *                   qlen 4: all 16 are dequeued, in order, none lost.
+ *   access_write_ro RDMA write to a peer LMR without REMOTE_WRITE.
+ *   access_bad_rkey RDMA write with rmr_context + 1.
+ *   access_read_wo  RDMA read from a peer LMR without REMOTE_READ.
+ *                   Each: the DTO completes with DAT_DTO_ERR_REMOTE_ACCESS
+ *                   and the EP gets BROKEN; the peer's memory is unchanged.
+ *   abrupt_close    dat_ia_close(ABRUPT) with a connected EP, an idle EP
+ *                   with receives, LMRs, EVDs and a PSP alive: returns
+ *                   DAT_SUCCESS within 10 s (run under valgrind by suite.sh).
+ *   ep_limit        create EPs until the device refuses (the suite runs it
+ *                   in an rdma cgroup with a small hca_object limit):
+ *                   DAT_INSUFFICIENT_RESOURCES; the first EP still connects
+ *                   and moves data.
+ *   quit            tells the server to exit.
+ *
+ * IA name: $OFX_FAULT_IA (default ofx-rxe).
+ */
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <dat2/udat.h>
+
+#define QUAL_SERVER 52000
+#define QUAL_VICTIM 52100
+#define QUAL_NOBODY 52999
+#define UNREACHABLE_IP "192.0.2.99"
+
+#define MSG_LEN 64
+#define NRECV 8
+#define BUF_LEN (1 << 20)
+#define WRITE_LEN 65536
+#define WRITES_INFLIGHT 8
+#define PEER_AREA 4096		/* each peer LMR below */
+#define SEC_US 1000000ull
+#define EVENT_WAIT_US (20 * SEC_US)
+#define BROKEN_BOUND_S 30.0
+
+/* first byte of the connect private data: what the server does */
+enum req_case {
+	REQ_ECHO = 'E',	/* echo every received message */
+	REQ_RNR = 'R',	/* post the receive 2 s after ESTABLISHED */
+	REQ_QUIT = 'Q',	/* reject and exit */
+};
+
+/* The server's three peer LMRs, sent in the accept private data. */
+enum { PEER_RW, PEER_NO_WRITE, PEER_NO_READ, PEER_COUNT };
+struct peer_rmr {
+	uint64_t va;
+	uint32_t rkey;
+	uint32_t len;
+};
+
+struct ctx {
+	DAT_IA_HANDLE ia;
+	DAT_EVD_HANDLE async_evd, dto_evd, conn_evd, cr_evd;
+	DAT_PZ_HANDLE pz;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	DAT_RMR_CONTEXT rkey;
+	char *buf;
+};
+
+static const char *ia_name = "ofx-rxe";
+static const char *cur_case = "setup";
+static int failures;
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
+
+	nanosleep(&ts, NULL);
+}
+
+static void fail(const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	printf("FAIL: %s: ", cur_case);
+	vprintf(fmt, ap);
+	printf("\n");
+	va_end(ap);
+	failures++;
+}
+
+static const char *dat_str(DAT_RETURN r)
+{
+	static char buf[160];
+	const char *maj = "", *min = "";
+
+	dat_strerror(r, &maj, &min);
+	snprintf(buf, sizeof(buf), "0x%x %s %s", (unsigned)r, maj, min);
+	return buf;
+}
+
+#define CHECK_DAT(call)                                                                 \
+	do {                                                                            \
+		DAT_RETURN ret_ = (call);                                               \
+		if (ret_ != DAT_SUCCESS) {                                              \
+			fail("line %d: %s: %s", __LINE__, #call, dat_str(ret_));        \
+			return -1;                                                      \
+		}                                                                       \
+	} while (0)
+
+static const char *ev_name(DAT_EVENT_NUMBER n)
+{
+	switch (n) {
+	case DAT_DTO_COMPLETION_EVENT: return "DTO_COMPLETION";
+	case DAT_CONNECTION_REQUEST_EVENT: return "CONNECTION_REQUEST";
+	case DAT_CONNECTION_EVENT_ESTABLISHED: return "ESTABLISHED";
+	case DAT_CONNECTION_EVENT_PEER_REJECTED: return "PEER_REJECTED";
+	case DAT_CONNECTION_EVENT_NON_PEER_REJECTED: return "NON_PEER_REJECTED";
+	case DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR: return "ACCEPT_COMPLETION_ERROR";
+	case DAT_CONNECTION_EVENT_DISCONNECTED: return "DISCONNECTED";
+	case DAT_CONNECTION_EVENT_BROKEN: return "BROKEN";
+	case DAT_CONNECTION_EVENT_TIMED_OUT: return "TIMED_OUT";
+	case DAT_CONNECTION_EVENT_UNREACHABLE: return "UNREACHABLE";
+	default: return "?";
+	}
+}
+
+/* ---- setup ------------------------------------------------------------------- */
+
+static int ctx_open(struct ctx *c, DAT_COUNT dto_qlen)
+{
+	DAT_REGION_DESCRIPTION region;
+	DAT_VLEN reg_len;
+	DAT_VADDR reg_addr;
+
+	memset(c, 0, sizeof(*c));
+	c->buf = aligned_alloc(4096, BUF_LEN);
+	if (!c->buf) {
+		fail("out of memory");
+		return -1;
+	}
+	memset(c->buf, 0, BUF_LEN);
+	region.for_va = c->buf;
+	c->async_evd = DAT_HANDLE_NULL;
+	CHECK_DAT(dat_ia_open((char *)ia_name, 8, &c->async_evd, &c->ia));
+	CHECK_DAT(dat_pz_create(c->ia, &c->pz));
+	CHECK_DAT(dat_evd_create(c->ia, dto_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->dto_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
+				 &c->conn_evd));
+	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr_evd));
+	CHECK_DAT(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, region, BUF_LEN, c->pz,
+				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lkey,
+				 &c->rkey, &reg_len, &reg_addr));
+	return 0;
+}
+
+/* Graceful teardown in the right order; every step is checked. */
+static int ctx_close(struct ctx *c)
+{
+	DAT_RETURN r;
+
+	CHECK_DAT(dat_lmr_free(c->lmr));
+	CHECK_DAT(dat_evd_free(c->cr_evd));
+	CHECK_DAT(dat_evd_free(c->conn_evd));
+	CHECK_DAT(dat_evd_free(c->dto_evd));
+	CHECK_DAT(dat_pz_free(c->pz));
+	r = dat_ia_close(c->ia, DAT_CLOSE_GRACEFUL_FLAG);
+	if (r != DAT_SUCCESS) {
+		fail("dat_ia_close(GRACEFUL): %s", dat_str(r));
+		dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+		return -1;
+	}
+	free(c->buf);
+	return 0;
+}
+
+static int ep_make(struct ctx *c, DAT_EVD_HANDLE req_evd, int nrecv, int nreq,
+		   DAT_EP_HANDLE *ep_p)
+{
+	DAT_EP_PARAM param;
+	DAT_EP_HANDLE probe;
+	DAT_EP_ATTR attr;
+
+	/* start from the provider's defaults, as dapltest does */
+	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, c->dto_evd, c->conn_evd, NULL, &probe));
+	CHECK_DAT(dat_ep_query(probe, DAT_EP_FIELD_ALL, &param));
+	CHECK_DAT(dat_ep_free(probe));
+	attr = param.ep_attr;
+	attr.max_recv_dtos = nrecv;
+	attr.max_request_dtos = nreq;
+	attr.max_recv_iov = 1;
+	attr.max_request_iov = 1;
+	attr.ep_provider_specific_count = 0;
+	attr.ep_provider_specific = NULL;
+	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, req_evd, c->conn_evd, &attr, ep_p));
+	return 0;
+}
+
+static DAT_LMR_TRIPLET iov_at(struct ctx *c, size_t off, uint32_t len)
+{
+	DAT_LMR_TRIPLET iov = {
+		.lmr_context = c->lkey,
+		.virtual_address = (DAT_VADDR)(uintptr_t)(c->buf + off),
+		.segment_length = len,
+	};
+	return iov;
+}
+
+static int post_recv(struct ctx *c, DAT_EP_HANDLE ep, int slot, uint64_t cookie)
+{
+	DAT_LMR_TRIPLET iov = iov_at(c, (size_t)slot * MSG_LEN, MSG_LEN);
+
+	CHECK_DAT(dat_ep_post_recv(ep, 1, &iov, (DAT_DTO_COOKIE)cookie,
+				   DAT_COMPLETION_DEFAULT_FLAG));
+	return 0;
+}
+
+/* Sends MSG_LEN bytes from send slot `slot` (after the NRECV receive slots). */
+static int post_send_text(struct ctx *c, DAT_EP_HANDLE ep, int slot, uint64_t cookie,
+			  const char *text)
+{
+	size_t off = (size_t)(NRECV + slot) * MSG_LEN;
+	DAT_LMR_TRIPLET iov = iov_at(c, off, MSG_LEN);
+
+	memset(c->buf + off, 0, MSG_LEN);
+	snprintf(c->buf + off, MSG_LEN, "%s", text);
+	CHECK_DAT(dat_ep_post_send(ep, 1, &iov, (DAT_DTO_COOKIE)cookie,
+				   DAT_COMPLETION_DEFAULT_FLAG));
+	return 0;
+}
+
+/* Waits for the next event on `evd`; the event must be `want` (0: any). */
+static int wait_ev(DAT_EVD_HANDLE evd, uint64_t timeout_us, DAT_EVENT_NUMBER want,
+		   DAT_EVENT *ev)
+{
+	DAT_COUNT nmore;
+	DAT_RETURN r = dat_evd_wait(evd, (DAT_TIMEOUT)timeout_us, 1, ev, &nmore);
+
+	if (r != DAT_SUCCESS) {
+		fail("waiting for %s: %s", want ? ev_name(want) : "an event", dat_str(r));
+		return -1;
+	}
+	if (want && ev->event_number != want) {
+		fail("got event %s (0x%x), expected %s", ev_name(ev->event_number),
+		     ev->event_number, ev_name(want));
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * Waits for the DTO completion of `cookie` on `ep`, skipping flushed
+ * completions of earlier EPs; checks the status.
+ */
+static int wait_dto(struct ctx *c, DAT_EP_HANDLE ep, uint64_t cookie, DAT_DTO_COMPLETION_STATUS st,
+		    DAT_EVENT *ev)
+{
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
+
+	for (;;) {
+		if (wait_ev(c->dto_evd, EVENT_WAIT_US, DAT_DTO_COMPLETION_EVENT, ev))
+			return -1;
+		if (d->ep_handle != ep)
+			continue;
+		if (d->user_cookie.as_64 != cookie || d->status != st) {
+			fail("dto cookie %llu status %d, expected cookie %llu status %d",
+			     (unsigned long long)d->user_cookie.as_64, d->status,
+			     (unsigned long long)cookie, st);
+			return -1;
+		}
+		return 0;
+	}
+}
+
+/*
+ * Connects a fresh EP; retries while the peer is not listening yet.
+ * dat_ep_reset discards the receives the EP still held (no completions), so
+ * receive slots 0..nrecv-1 are posted again after each reset.
+ */
+static int connect_ep(struct ctx *c, DAT_EP_HANDLE ep, const char *ip, DAT_CONN_QUAL qual,
+		      char what, struct peer_rmr *peer, int retry_s, int nrecv)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	double deadline = now_s() + retry_s;
+	DAT_EVENT ev;
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	for (;;) {
+		const DAT_CONNECTION_EVENT_DATA *d = &ev.event_data.connect_event_data;
+
+		CHECK_DAT(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, qual, 10 * SEC_US, 1, &what,
+					 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+		if (wait_ev(c->conn_evd, EVENT_WAIT_US, 0, &ev))
+			return -1;
+		if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
+			if (peer && d->private_data_size >= (DAT_COUNT)(PEER_COUNT * sizeof(*peer)))
+				memcpy(peer, d->private_data, PEER_COUNT * sizeof(*peer));
+			else if (peer)
+				memset(peer, 0, PEER_COUNT * sizeof(*peer));
+			return 0;
+		}
+		if (now_s() > deadline) {
+			fail("connect to %s qual %llu: %s", ip, (unsigned long long)qual,
+			     ev_name(ev.event_number));
+			return -1;
+		}
+		CHECK_DAT(dat_ep_reset(ep));
+		for (int i = 0; i < nrecv; i++)
+			if (post_recv(c, ep, i, i))
+				return -1;
+		sleep_ms(300);
+	}
+}
+
+static int disconnect_ep(struct ctx *c, DAT_EP_HANDLE ep)
+{
+	DAT_EVENT ev;
+
+	CHECK_DAT(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG));
+	return wait_ev(c->conn_evd, EVENT_WAIT_US, DAT_CONNECTION_EVENT_DISCONNECTED, &ev);
+}
+
+/* Sends `text` and waits for the send and the echo. */
+static int echo_roundtrip(struct ctx *c, DAT_EP_HANDLE ep, int recv_slot, const char *text)
+{
+	DAT_EVENT ev;
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+	bool sent = false, echoed = false;
+
+	if (post_send_text(c, ep, 0, 500, text))
+		return -1;
+	while (!sent || !echoed) {
+		if (wait_ev(c->dto_evd, EVENT_WAIT_US, DAT_DTO_COMPLETION_EVENT, &ev))
+			return -1;
+		if (d->ep_handle != ep)
+			continue;
+		if (d->status != DAT_DTO_SUCCESS) {
+			fail("echo: cookie %llu status %d", (unsigned long long)d->user_cookie.as_64,
+			     d->status);
+			return -1;
+		}
+		if (d->user_cookie.as_64 == 500) {
+			sent = true;
+		} else if (d->user_cookie.as_64 == (uint64_t)recv_slot) {
+			if (strncmp(c->buf + (size_t)recv_slot * MSG_LEN, text, MSG_LEN)) {
+				fail("echo: got \"%.*s\", expected \"%s\"", MSG_LEN,
+				     c->buf + (size_t)recv_slot * MSG_LEN, text);
+				return -1;
+			}
+			echoed = true;
+		}
+	}
+	return 0;
+}
+
+/* ---- server -------------------------------------------------------------------- */
+
+struct server {
+	struct ctx c;
+	DAT_LMR_HANDLE peer_lmr[PEER_COUNT];
+	struct peer_rmr peer[PEER_COUNT];
+	char *peer_buf;
+	DAT_CONN_QUAL qual;
+};
+
+static int server_lmrs(struct server *s)
+{
+	static const DAT_MEM_PRIV_FLAGS priv[PEER_COUNT] = {
+		[PEER_RW] = DAT_MEM_PRIV_ALL_FLAG,
+		[PEER_NO_WRITE] = DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG |
+				  DAT_MEM_PRIV_REMOTE_READ_FLAG,
+		[PEER_NO_READ] = DAT_MEM_PRIV_LOCAL_READ_FLAG | DAT_MEM_PRIV_LOCAL_WRITE_FLAG |
+				 DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+	};
+
+	s->peer_buf = aligned_alloc(4096, PEER_COUNT * PEER_AREA);
+	if (!s->peer_buf)
+		return -1;
+	for (int i = 0; i < PEER_COUNT; i++) {
+		DAT_REGION_DESCRIPTION region = { .for_va = s->peer_buf + i * PEER_AREA };
+		DAT_LMR_CONTEXT lkey;
+		DAT_RMR_CONTEXT rkey;
+		DAT_VLEN len;
+		DAT_VADDR addr;
+
+		memset(s->peer_buf + i * PEER_AREA, 'a' + i, PEER_AREA);
+		CHECK_DAT(dat_lmr_create(s->c.ia, DAT_MEM_TYPE_VIRTUAL, region, PEER_AREA, s->c.pz,
+					 priv[i], DAT_VA_TYPE_VA, &s->peer_lmr[i], &lkey, &rkey,
+					 &len, &addr));
+		s->peer[i].va = (uint64_t)(uintptr_t)(s->peer_buf + i * PEER_AREA);
+		s->peer[i].rkey = rkey;
+		s->peer[i].len = PEER_AREA;
+	}
+	return 0;
+}
+
+/* Only the write-enabled area may change (the client writes 'W' there). */
+static void server_check_peer_memory(struct server *s)
+{
+	for (int i = PEER_NO_WRITE; i < PEER_COUNT; i++) {
+		if (i == PEER_NO_READ)
+			continue;
+		for (int j = 0; j < PEER_AREA; j++) {
+			if (s->peer_buf[i * PEER_AREA + j] != 'a' + i) {
+				fail("server: peer lmr %d without remote write changed at %d", i, j);
+				return;
+			}
+		}
+	}
+}
+
+/*
+ * One connection: echo every message until the peer disconnects or the
+ * connection breaks.  REQ_RNR: no receive before ESTABLISHED + 2 s.
+ */
+static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
+{
+	struct ctx *c = &s->c;
+	DAT_EP_HANDLE ep;
+	DAT_EVENT ev;
+	int nrecv = what == REQ_RNR ? 0 : NRECV;
+	double rnr_post_at = 0;
+	bool done = false;
+	uint64_t sends = 0;
+
+	if (ep_make(c, c->dto_evd, NRECV, 16, &ep))
+		return -1;
+	for (int i = 0; i < nrecv; i++)
+		if (post_recv(c, ep, i, i))
+			return -1;
+	CHECK_DAT(dat_cr_accept(cr, ep, sizeof(s->peer), s->peer));
+	if (wait_ev(c->conn_evd, EVENT_WAIT_US, DAT_CONNECTION_EVENT_ESTABLISHED, &ev)) {
+		dat_ep_free(ep);
+		return -1;
+	}
+	printf("server established qual %llu case %c\n", (unsigned long long)s->qual, what);
+	if (what == REQ_RNR)
+		rnr_post_at = now_s() + 2.0;
+	while (!done) {
+		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		DAT_RETURN r;
+
+		if (rnr_post_at && now_s() >= rnr_post_at) {
+			printf("server: posting the receive for the rnr case\n");
+			if (post_recv(c, ep, 0, 0))
+				break;
+			rnr_post_at = 0;
+		}
+		r = dat_evd_dequeue(c->conn_evd, &ev);
+		if (r == DAT_SUCCESS) {
+			printf("server: connection event %s\n", ev_name(ev.event_number));
+			done = true;
+			break;
+		}
+		r = dat_evd_dequeue(c->dto_evd, &ev);
+		if (DAT_GET_TYPE(r) == DAT_QUEUE_EMPTY) {
+			sleep_ms(1);
+			continue;
+		}
+		if (r != DAT_SUCCESS) {
+			fail("server: dequeue: %s", dat_str(r));
+			break;
+		}
+		if (d->ep_handle != ep || d->status != DAT_DTO_SUCCESS ||
+		    d->operation != DAT_DTO_RECEIVE)
+			continue;
+		/* echo the message back, then give the slot back */
+		{
+			int slot = (int)d->user_cookie.as_64;
+			char text[MSG_LEN];
+
+			memcpy(text, c->buf + (size_t)slot * MSG_LEN, MSG_LEN);
+			text[MSG_LEN - 1] = 0;
+			if (post_send_text(c, ep, (int)(sends % 8), 1000 + sends, text))
+				break;
+			sends++;
+			if (post_recv(c, ep, slot, slot))
+				break;
+		}
+	}
+	server_check_peer_memory(s);
+	CHECK_DAT(dat_ep_free(ep));
+	return 0;
+}
+
+static int run_server(DAT_CONN_QUAL qual)
+{
+	struct server s = { .qual = qual };
+	DAT_PSP_HANDLE psp;
+
+	if (ctx_open(&s.c, 64) || server_lmrs(&s))
+		return 1;
+	if (dat_psp_create(s.c.ia, qual, s.c.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp) !=
+	    DAT_SUCCESS) {
+		fail("server: psp_create qual %llu", (unsigned long long)qual);
+		return 1;
+	}
+	printf("server ready qual %llu pid %d\n", (unsigned long long)qual, (int)getpid());
+	for (;;) {
+		DAT_EVENT ev;
+		DAT_CR_PARAM crp;
+		DAT_CR_HANDLE cr;
+		char what;
+
+		if (dat_evd_wait(s.c.cr_evd, DAT_TIMEOUT_INFINITE, 1, &ev, NULL) != DAT_SUCCESS ||
+		    ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
+			fail("server: cr wait");
+			return 1;
+		}
+		cr = ev.event_data.cr_arrival_event_data.cr_handle;
+		if (dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp) != DAT_SUCCESS ||
+		    crp.private_data_size < 1) {
+			fail("server: cr_query");
+			dat_cr_reject(cr, 0, NULL);
+			continue;
+		}
+		what = *(const char *)crp.private_data;
+		if (what == REQ_QUIT) {
+			dat_cr_reject(cr, 0, NULL);
+			break;
+		}
+		server_serve(&s, cr, what);
+	}
+	dat_psp_free(psp);
+	for (int i = 0; i < PEER_COUNT; i++)
+		dat_lmr_free(s.peer_lmr[i]);
+	if (ctx_close(&s.c))
+		return 1;
+	printf("server done: %d failures\n", failures);
+	return failures ? 1 : 0;
+}
+
+/* ---- client cases -------------------------------------------------------------- */
+
+static const char *server_ip;
+
+/* Per-cookie bookkeeping of peer_killed: how often each came back. */
+#define KILL_MAX_WRITES 100000
+static unsigned char *write_seen;
+
+static int case_peer_killed(void)
+{
+	struct peer_rmr peer[PEER_COUNT];
+	int recv_seen[NRECV] = { 0 };
+	uint64_t writes_posted = 0, writes_ok = 0, writes_err = 0, writes_flushed = 0;
+	uint64_t inflight = 0;
+	double t_kill_seen = 0, t_conn, t0;
+	DAT_EVENT_NUMBER conn_ev = 0;
+	DAT_EP_HANDLE ep;
+	struct ctx c;
+	DAT_EVENT ev;
+	bool loaded = false;
+
+	write_seen = calloc(KILL_MAX_WRITES, 1);
+	if (!write_seen || ctx_open(&c, 256) || ep_make(&c, c.dto_evd, NRECV, 32, &ep))
+		return -1;
+	for (int i = 0; i < NRECV; i++)
+		if (post_recv(&c, ep, i, i))
+			return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_VICTIM, REQ_ECHO, peer, 60, NRECV))
+		return -1;
+	/* the echo peer never sends first: our receives stay posted */
+	t0 = now_s();
+	while (!conn_ev || now_s() < t_kill_seen + 15) {
+		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		DAT_RETURN r;
+
+		while (!conn_ev && inflight < WRITES_INFLIGHT && writes_posted < KILL_MAX_WRITES) {
+			DAT_LMR_TRIPLET iov = iov_at(&c, BUF_LEN / 2, PEER_AREA);
+			DAT_RMR_TRIPLET rmr = { .rmr_context = peer[PEER_RW].rkey,
+						.virtual_address = peer[PEER_RW].va,
+						.segment_length = PEER_AREA };
+
+			r = dat_ep_post_rdma_write(ep, 1, &iov, (DAT_DTO_COOKIE)(100 + writes_posted),
+						   &rmr, DAT_COMPLETION_DEFAULT_FLAG);
+			if (r != DAT_SUCCESS)
+				break;	/* the EP may have left CONNECTED just now */
+			writes_posted++;
+			inflight++;
+		}
+		if (!loaded && writes_posted >= WRITES_INFLIGHT) {
+			printf("client loaded: %d receives and %d rdma writes in flight\n", NRECV,
+			       (int)inflight);
+			loaded = true;
+		}
+		if (!conn_ev && dat_evd_dequeue(c.conn_evd, &ev) == DAT_SUCCESS) {
+			conn_ev = ev.event_number;
+			t_kill_seen = now_s();
+			printf("client: %s after %.1f s of traffic\n", ev_name(conn_ev),
+			       t_kill_seen - t0);
+			continue;
+		}
+		r = dat_evd_dequeue(c.dto_evd, &ev);
+		if (DAT_GET_TYPE(r) == DAT_QUEUE_EMPTY) {
+			if (conn_ev && inflight == 0) {
+				int missing = 0;
+
+				for (int i = 0; i < NRECV; i++)
+					missing += !recv_seen[i];
+				if (!missing)
+					break;
+			}
+			if (!conn_ev && now_s() - t0 > 120) {
+				fail("no connection event within 120 s of traffic (was the peer "
+				     "killed?)");
+				return -1;
+			}
+			sleep_ms(conn_ev ? 10 : 1);
+			continue;
+		}
+		if (r != DAT_SUCCESS) {
+			fail("dequeue: %s", dat_str(r));
+			return -1;
+		}
+		if (d->ep_handle != ep) {
+			fail("dto event for another ep %p", d->ep_handle);
+			continue;
+		}
+		if (d->user_cookie.as_64 < NRECV) {
+			recv_seen[d->user_cookie.as_64]++;
+			if (d->status != DAT_DTO_ERR_FLUSHED)
+				fail("receive %llu completed with status %d, expected FLUSHED",
+				     (unsigned long long)d->user_cookie.as_64, d->status);
+			continue;
+		}
+		if (d->user_cookie.as_64 >= 100 && d->user_cookie.as_64 < 100 + writes_posted) {
+			uint64_t w = d->user_cookie.as_64 - 100;
+
+			if (write_seen[w]++)
+				fail("rdma write %llu reported twice", (unsigned long long)w);
+			inflight--;
+			if (d->status == DAT_DTO_SUCCESS)
+				writes_ok++;
+			else if (d->status == DAT_DTO_ERR_FLUSHED)
+				writes_flushed++;
+			else
+				writes_err++;
+			continue;
+		}
+		fail("unexpected cookie %llu", (unsigned long long)d->user_cookie.as_64);
+	}
+	t_conn = t_kill_seen - t0;
+	if (!conn_ev) {
+		fail("no connection event");
+		return -1;
+	}
+	if (conn_ev != DAT_CONNECTION_EVENT_BROKEN && conn_ev != DAT_CONNECTION_EVENT_DISCONNECTED)
+		fail("connection event %s, expected BROKEN or DISCONNECTED", ev_name(conn_ev));
+	for (int i = 0; i < NRECV; i++)
+		if (recv_seen[i] != 1)
+			fail("receive %d came back %d times (expected once, FLUSHED)", i,
+			     recv_seen[i]);
+	if (inflight)
+		fail("%llu of %llu rdma writes never completed", (unsigned long long)inflight,
+		     (unsigned long long)writes_posted);
+	printf("client: writes posted %llu: ok %llu, flushed %llu, other errors %llu; "
+	       "traffic ran %.1f s before %s\n",
+	       (unsigned long long)writes_posted, (unsigned long long)writes_ok,
+	       (unsigned long long)writes_flushed, (unsigned long long)writes_err, t_conn,
+	       ev_name(conn_ev));
+	/* the script prints when it killed the peer; the log timestamps bound it */
+	t0 = now_s();
+	alarm(30);
+	CHECK_DAT(dat_ep_free(ep));
+	if (ctx_close(&c))
+		return -1;
+	alarm(0);
+	printf("client: ep_free + ia_close took %.2f s\n", now_s() - t0);
+
+	/* a new IA and EP from this process reach the restarted peer */
+	printf("client waiting for restart\n");
+	if (ctx_open(&c, 64) || ep_make(&c, c.dto_evd, NRECV, 8, &ep))
+		return -1;
+	for (int i = 0; i < NRECV; i++)
+		if (post_recv(&c, ep, i, i))
+			return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_VICTIM, REQ_ECHO, NULL, 90, NRECV) ||
+	    echo_roundtrip(&c, ep, 0, "after-restart") || disconnect_ep(&c, ep))
+		return -1;
+	CHECK_DAT(dat_ep_free(ep));
+	if (ctx_close(&c))
+		return -1;
+	printf("client: reconnected to the restarted peer, data flows\n");
+	free(write_seen);
+	return 0;
+}
+
+/* Connects with `timeout_us` and returns the resulting event and its delay. */
+static int connect_expect_failure(const char *ip, DAT_CONN_QUAL qual, uint64_t timeout_us,
+				  DAT_EVENT_NUMBER *ev_p, double *secs_p)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET };
+	DAT_EP_HANDLE ep;
+	DAT_EP_PARAM param;
+	struct ctx c;
+	DAT_EVENT ev;
+	double t0;
+	char what = REQ_ECHO;
+
+	inet_pton(AF_INET, ip, &sin.sin_addr);
+	if (ctx_open(&c, 64) || ep_make(&c, c.dto_evd, 2, 2, &ep))
+		return -1;
+	t0 = now_s();
+	CHECK_DAT(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, qual, (DAT_TIMEOUT)timeout_us, 1,
+				 &what, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+	if (wait_ev(c.conn_evd, 60 * SEC_US, 0, &ev))
+		return -1;
+	*secs_p = now_s() - t0;
+	*ev_p = ev.event_number;
+	if (ev.event_data.connect_event_data.ep_handle != ep)
+		fail("event names ep %p, expected %p", ev.event_data.connect_event_data.ep_handle,
+		     ep);
+	CHECK_DAT(dat_ep_query(ep, DAT_EP_FIELD_EP_STATE, &param));
+	if (param.ep_state != DAT_EP_STATE_DISCONNECTED)
+		fail("ep state %d after a failed connect, expected DISCONNECTED",
+		     param.ep_state);
+	/* a failed EP can be reset and freed */
+	CHECK_DAT(dat_ep_reset(ep));
+	CHECK_DAT(dat_ep_free(ep));
+	return ctx_close(&c);
+}
+
+static int case_no_listener(void)
+{
+	DAT_EVENT_NUMBER num;
+	double secs;
+
+	if (connect_expect_failure(server_ip, QUAL_NOBODY, 10 * SEC_US, &num, &secs))
+		return -1;
+	printf("client: no listener: %s after %.2f s\n", ev_name(num), secs);
+	if (num != DAT_CONNECTION_EVENT_NON_PEER_REJECTED) {
+		fail("got %s, expected NON_PEER_REJECTED", ev_name(num));
+		return -1;
+	}
+	return 0;
+}
+
+static int case_unreachable(void)
+{
+	DAT_EVENT_NUMBER num;
+	double secs;
+
+	if (connect_expect_failure(UNREACHABLE_IP, QUAL_SERVER, 3 * SEC_US, &num, &secs))
+		return -1;
+	printf("client: unreachable host: %s after %.2f s\n", ev_name(num), secs);
+	if (num != DAT_CONNECTION_EVENT_TIMED_OUT) {
+		fail("got %s, expected TIMED_OUT", ev_name(num));
+		return -1;
+	}
+	if (secs < 2.5 || secs > 6) {
+		fail("TIMED_OUT after %.2f s, expected about 3 s", secs);
+		return -1;
+	}
+	return 0;
+}
+
+static int case_rnr(void)
+{
+	DAT_EP_HANDLE ep;
+	struct ctx c;
+	DAT_EVENT ev;
+	double t0, secs;
+
+	if (ctx_open(&c, 64) || ep_make(&c, c.dto_evd, NRECV, 8, &ep))
+		return -1;
+	for (int i = 0; i < NRECV; i++)
+		if (post_recv(&c, ep, i, i))
+			return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_SERVER, REQ_RNR, NULL, 60, NRECV))
+		return -1;
+	t0 = now_s();
+	if (post_send_text(&c, ep, 0, 500, "rnr-message"))
+		return -1;
+	if (wait_dto(&c, ep, 500, DAT_DTO_SUCCESS, &ev))
+		return -1;
+	secs = now_s() - t0;
+	printf("client: send to a peer without receives completed after %.2f s\n", secs);
+	if (secs < 1.0)
+		fail("the send completed after %.2f s, before the peer posted its receive", secs);
+	/* the peer echoes what it got: the message arrived intact */
+	if (wait_dto(&c, ep, 0, DAT_DTO_SUCCESS, &ev))
+		return -1;
+	if (strcmp(c.buf, "rnr-message"))
+		fail("echo \"%.*s\", expected \"rnr-message\"", MSG_LEN, c.buf);
+	if (disconnect_ep(&c, ep))
+		return -1;
+	CHECK_DAT(dat_ep_free(ep));
+	return ctx_close(&c);
+}
+
+#define OVF_QLEN 4
+#define OVF_N 16
+
+static int case_evd_overflow(void)
+{
+	struct peer_rmr peer[PEER_COUNT];
+	DAT_EVD_HANDLE req_evd;
+	DAT_EVD_PARAM ep_;
+	DAT_EP_HANDLE ep;
+	struct ctx c;
+	DAT_EVENT ev;
+	int got = 0, asyncs = 0;
+	double t0;
+
+	if (ctx_open(&c, 64))
+		return -1;
+	CHECK_DAT(dat_evd_create(c.ia, OVF_QLEN, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req_evd));
+	CHECK_DAT(dat_evd_query(req_evd, DAT_EVD_FIELD_EVD_QLEN, &ep_));
+	if (ep_make(&c, req_evd, NRECV, OVF_N, &ep))
+		return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_SERVER, REQ_ECHO, peer, 60, 0))
+		return -1;
+	for (int i = 0; i < OVF_N; i++) {
+		DAT_LMR_TRIPLET iov = iov_at(&c, BUF_LEN / 2, 64);
+		DAT_RMR_TRIPLET rmr = { .rmr_context = peer[PEER_RW].rkey,
+					.virtual_address = peer[PEER_RW].va + 64 * i,
+					.segment_length = 64 };
+
+		CHECK_DAT(dat_ep_post_rdma_write(ep, 1, &iov, (DAT_DTO_COOKIE)(uint64_t)(200 + i),
+						 &rmr, DAT_COMPLETION_DEFAULT_FLAG));
+	}
+	/* let every write complete before anybody looks at the EVD */
+	sleep_ms(2000);
+	t0 = now_s();
+	while (got < OVF_N && now_s() - t0 < 10) {
+		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		DAT_RETURN r = dat_evd_dequeue(req_evd, &ev);
+
+		if (DAT_GET_TYPE(r) == DAT_QUEUE_EMPTY) {
+			sleep_ms(10);
+			continue;
+		}
+		if (r != DAT_SUCCESS) {
+			fail("dequeue: %s", dat_str(r));
+			return -1;
+		}
+		if (d->status != DAT_DTO_SUCCESS || d->user_cookie.as_64 != (uint64_t)(200 + got)) {
+			fail("completion %d: cookie %llu status %d", got,
+			     (unsigned long long)d->user_cookie.as_64, d->status);
+			return -1;
+		}
+		got++;
+	}
+	while (dat_evd_dequeue(c.async_evd, &ev) == DAT_SUCCESS)
+		asyncs++;
+	printf("client: evd qlen %d (asked %d): %d of %d completions dequeued, %d async events\n",
+	       ep_.evd_qlen, OVF_QLEN, got, OVF_N, asyncs);
+	if (got != OVF_N)
+		fail("%d of %d completions lost", OVF_N - got, OVF_N);
+	if (asyncs)
+		fail("%d async events (overflow reported)", asyncs);
+	if (disconnect_ep(&c, ep))
+		return -1;
+	CHECK_DAT(dat_ep_free(ep));
+	CHECK_DAT(dat_evd_free(req_evd));
+	return ctx_close(&c);
+}
+
+enum access_kind { ACC_WRITE_NO_PRIV, ACC_WRITE_BAD_RKEY, ACC_READ_NO_PRIV };
+
+static int case_access(enum access_kind kind)
+{
+	struct peer_rmr peer[PEER_COUNT];
+	DAT_RMR_TRIPLET rmr;
+	DAT_LMR_TRIPLET iov;
+	DAT_EP_HANDLE ep;
+	DAT_EP_PARAM param;
+	struct ctx c;
+	DAT_EVENT ev;
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+	DAT_RETURN r;
+	bool got_dto = false, got_conn = false;
+	double t0;
+
+	if (ctx_open(&c, 64) || ep_make(&c, c.dto_evd, NRECV, 8, &ep))
+		return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_SERVER, REQ_ECHO, peer, 60, 0))
+		return -1;
+	iov = iov_at(&c, BUF_LEN / 2, 256);
+	memset(c.buf + BUF_LEN / 2, 'W', 256);
+	switch (kind) {
+	case ACC_WRITE_NO_PRIV:
+		rmr = (DAT_RMR_TRIPLET){ .rmr_context = peer[PEER_NO_WRITE].rkey,
+					.virtual_address = peer[PEER_NO_WRITE].va,
+					.segment_length = 256 };
+		break;
+	case ACC_WRITE_BAD_RKEY:
+		rmr = (DAT_RMR_TRIPLET){ .rmr_context = peer[PEER_RW].rkey + 1,
+					.virtual_address = peer[PEER_RW].va,
+					.segment_length = 256 };
+		break;
+	default:
+		rmr = (DAT_RMR_TRIPLET){ .rmr_context = peer[PEER_NO_READ].rkey,
+					.virtual_address = peer[PEER_NO_READ].va,
+					.segment_length = 256 };
+		break;
+	}
+	if (kind == ACC_READ_NO_PRIV)
+		r = dat_ep_post_rdma_read(ep, 1, &iov, (DAT_DTO_COOKIE)(uint64_t)300, &rmr,
+					  DAT_COMPLETION_DEFAULT_FLAG);
+	else
+		r = dat_ep_post_rdma_write(ep, 1, &iov, (DAT_DTO_COOKIE)(uint64_t)300, &rmr,
+					   DAT_COMPLETION_DEFAULT_FLAG);
+	if (r != DAT_SUCCESS) {
+		fail("post: %s", dat_str(r));
+		return -1;
+	}
+	t0 = now_s();
+	while ((!got_dto || !got_conn) && now_s() - t0 < 30) {
+		if (!got_conn && dat_evd_dequeue(c.conn_evd, &ev) == DAT_SUCCESS) {
+			got_conn = true;
+			printf("client: connection event %s after %.2f s\n",
+			       ev_name(ev.event_number), now_s() - t0);
+			if (ev.event_number != DAT_CONNECTION_EVENT_BROKEN)
+				fail("connection event %s, expected BROKEN",
+				     ev_name(ev.event_number));
+			continue;
+		}
+		if (!got_dto && dat_evd_dequeue(c.dto_evd, &ev) == DAT_SUCCESS) {
+			if (d->ep_handle != ep)
+				continue;
+			got_dto = true;
+			printf("client: dto status %d after %.2f s\n", d->status, now_s() - t0);
+			if (d->user_cookie.as_64 != 300 || d->status != DAT_DTO_ERR_REMOTE_ACCESS)
+				fail("dto cookie %llu status %d, expected 300 REMOTE_ACCESS (%d)",
+				     (unsigned long long)d->user_cookie.as_64, d->status,
+				     DAT_DTO_ERR_REMOTE_ACCESS);
+			continue;
+		}
+		sleep_ms(5);
+	}
+	if (!got_dto || !got_conn)
+		fail("within 30 s: dto %s, connection event %s", got_dto ? "seen" : "missing",
+		     got_conn ? "seen" : "missing");
+	CHECK_DAT(dat_ep_query(ep, DAT_EP_FIELD_EP_STATE, &param));
+	if (param.ep_state != DAT_EP_STATE_DISCONNECTED)
+		fail("ep state %d after BROKEN, expected DISCONNECTED", param.ep_state);
+	/* a broken EP refuses new work */
+	r = dat_ep_post_rdma_write(ep, 1, &iov, (DAT_DTO_COOKIE)(uint64_t)301, &rmr,
+				   DAT_COMPLETION_DEFAULT_FLAG);
+	if (DAT_GET_TYPE(r) != DAT_INVALID_STATE && r != DAT_SUCCESS)
+		fail("post on a broken ep: %s", dat_str(r));
+	CHECK_DAT(dat_ep_free(ep));
+	return ctx_close(&c);
+}
+
+static int case_abrupt_close(void)
+{
+	DAT_EP_HANDLE ep, idle_ep;
+	DAT_LMR_HANDLE extra_lmr;
+	DAT_EVD_HANDLE extra_evd;
+	DAT_PSP_HANDLE psp;
+	DAT_LMR_CONTEXT lkey;
+	DAT_REGION_DESCRIPTION region;
+	struct ctx c;
+	DAT_RETURN r;
+	double t0;
+
+	if (ctx_open(&c, 64) || ep_make(&c, c.dto_evd, NRECV, 8, &ep) ||
+	    ep_make(&c, c.dto_evd, NRECV, 8, &idle_ep))
+		return -1;
+	for (int i = 0; i < NRECV; i++)
+		if (post_recv(&c, ep, i, i) || post_recv(&c, idle_ep, i, 100 + i))
+			return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_SERVER, REQ_ECHO, NULL, 60, NRECV) ||
+	    echo_roundtrip(&c, ep, 0, "before-abrupt-close"))
+		return -1;
+	region.for_va = c.buf + BUF_LEN / 2;
+	CHECK_DAT(dat_lmr_create(c.ia, DAT_MEM_TYPE_VIRTUAL, region, 65536, c.pz,
+				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &extra_lmr, &lkey, NULL,
+				 NULL, NULL));
+	CHECK_DAT(dat_evd_create(c.ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &extra_evd));
+	CHECK_DAT(dat_psp_create(c.ia, QUAL_SERVER + 7, c.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	/* a send in flight too */
+	if (post_send_text(&c, ep, 1, 501, "in-flight-at-close"))
+		return -1;
+	t0 = now_s();
+	alarm(20);
+	r = dat_ia_close(c.ia, DAT_CLOSE_ABRUPT_FLAG);
+	alarm(0);
+	printf("client: ia_close(ABRUPT) with live objects: %s after %.2f s\n", dat_str(r),
+	       now_s() - t0);
+	if (r != DAT_SUCCESS)
+		fail("dat_ia_close(ABRUPT): %s", dat_str(r));
+	free(c.buf);
+	return r == DAT_SUCCESS ? 0 : -1;
+}
+
+static int case_ep_limit(void)
+{
+	int max = getenv("OFX_FAULT_EP_MAX") ? atoi(getenv("OFX_FAULT_EP_MAX")) : 20000;
+	DAT_EP_HANDLE *eps = calloc(max, sizeof(*eps));
+	DAT_EP_ATTR attr;
+	DAT_EP_PARAM param;
+	DAT_EP_HANDLE probe;
+	struct ctx c;
+	DAT_RETURN r = DAT_SUCCESS;
+	int n;
+
+	if (!eps || ctx_open(&c, 64))
+		return -1;
+	CHECK_DAT(dat_ep_create(c.ia, c.pz, c.dto_evd, c.dto_evd, c.conn_evd, NULL, &probe));
+	CHECK_DAT(dat_ep_query(probe, DAT_EP_FIELD_ALL, &param));
+	CHECK_DAT(dat_ep_free(probe));
+	attr = param.ep_attr;
+	attr.max_recv_dtos = 2;
+	attr.max_request_dtos = 2;
+	attr.max_recv_iov = 1;
+	attr.max_request_iov = 1;
+	attr.ep_provider_specific_count = 0;
+	attr.ep_provider_specific = NULL;
+	for (n = 0; n < max; n++) {
+		r = dat_ep_create(c.ia, c.pz, c.dto_evd, c.dto_evd, c.conn_evd, &attr, &eps[n]);
+		if (r != DAT_SUCCESS)
+			break;
+	}
+	printf("client: %d EPs created, then %s\n", n, n < max ? dat_str(r) : "limit of the test");
+	if (n == max) {
+		fail("no refusal within %d EPs", max);
+	} else if (DAT_GET_TYPE(r) != DAT_INSUFFICIENT_RESOURCES) {
+		fail("ep_create %d: %s, expected DAT_INSUFFICIENT_RESOURCES", n, dat_str(r));
+	} else if (n < 1) {
+		fail("not even one EP");
+	}
+	if (n >= 1) {
+		/* the earliest EP still works: receive, connect, echo */
+		if (post_recv(&c, eps[0], 0, 0) ||
+		    connect_ep(&c, eps[0], server_ip, QUAL_SERVER, REQ_ECHO, NULL, 60, 1) ||
+		    echo_roundtrip(&c, eps[0], 0, "first-of-many") || disconnect_ep(&c, eps[0]))
+			fail("the first EP no longer works");
+		/* and the last one too, on a second connection */
+		if (n > 1 && (post_recv(&c, eps[n - 1], 1, 1) ||
+			      connect_ep(&c, eps[n - 1], server_ip, QUAL_SERVER, REQ_ECHO, NULL, 60, 1) ||
+			      echo_roundtrip(&c, eps[n - 1], 1, "last-of-many") ||
+			      disconnect_ep(&c, eps[n - 1])))
+			fail("the last EP created does not work");
+	}
+	for (int i = 0; i < n; i++)
+		CHECK_DAT(dat_ep_free(eps[i]));
+	free(eps);
+	return ctx_close(&c);
+}
+
+static int case_quit(void)
+{
+	DAT_EVENT_NUMBER num;
+	double secs;
+
+	/* the server rejects the request and exits */
+	if (connect_expect_failure(server_ip, QUAL_SERVER, 10 * SEC_US, &num, &secs))
+		return -1;
+	if (num != DAT_CONNECTION_EVENT_PEER_REJECTED)
+		fail("quit: %s, expected PEER_REJECTED", ev_name(num));
+	return 0;
+}
+
+static const struct {
+	const char *name;
+	int (*fn)(void);
+} cases[] = {
+	{ "peer_killed", case_peer_killed },
+	{ "no_listener", case_no_listener },
+	{ "unreachable", case_unreachable },
+	{ "rnr", case_rnr },
+	{ "evd_overflow", case_evd_overflow },
+	{ "access_write_ro", NULL },
+	{ "access_bad_rkey", NULL },
+	{ "access_read_wo", NULL },
+	{ "abrupt_close", case_abrupt_close },
+	{ "ep_limit", case_ep_limit },
+	{ "quit", case_quit },
+};
+
+static int run_case(const char *name)
+{
+	int before = failures, ret = -1;
+
+	cur_case = name;
+	printf("case %s\n", name);
+	if (!strcmp(name, "access_write_ro"))
+		ret = case_access(ACC_WRITE_NO_PRIV);
+	else if (!strcmp(name, "access_bad_rkey"))
+		ret = case_access(ACC_WRITE_BAD_RKEY);
+	else if (!strcmp(name, "access_read_wo"))
+		ret = case_access(ACC_READ_NO_PRIV);
+	else {
+		size_t i;
+
+		for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++)
+			if (!strcmp(cases[i].name, name) && cases[i].fn)
+				break;
+		if (i == sizeof(cases) / sizeof(cases[0])) {
+			fail("unknown case");
+			return -1;
+		}
+		ret = cases[i].fn();
+	}
+	if (ret || failures != before) {
+		if (failures == before)
+			fail("failed");
+		return -1;
+	}
+	printf("ok %s\n", name);
+	return 0;
+}
+
+static void on_alarm(int sig)
+{
+	static const char msg[] = "FAIL: a teardown call hung (alarm)\n";
+
+	(void)sig;
+	if (write(STDOUT_FILENO, msg, sizeof(msg) - 1) < 0)
+		_exit(3);
+	_exit(3);
+}
+
+int main(int argc, char **argv)
+{
+	setvbuf(stdout, NULL, _IOLBF, 0);
+	signal(SIGALRM, on_alarm);
+	if (getenv("OFX_FAULT_IA"))
+		ia_name = getenv("OFX_FAULT_IA");
+	if (argc >= 2 && !strcmp(argv[1], "server"))
+		return run_server(argc > 2 ? strtoull(argv[2], NULL, 0) : QUAL_SERVER);
+	if (argc < 4 || strcmp(argv[1], "client")) {
+		fprintf(stderr, "usage: %s server [QUAL] | client SERVER_IP CASE...\n", argv[0]);
+		return 2;
+	}
+	server_ip = argv[2];
+	for (int i = 3; i < argc; i++)
+		run_case(argv[i]);
+	if (failures) {
+		printf("%d failures\n", failures);
+		return 1;
+	}
+	printf("ALL FAULT TESTS PASSED\n");
+	return 0;
+}
