@@ -131,15 +131,19 @@ static int drain_sends(struct xm_proc *p)
 	return n;
 }
 
+/* The next connection event of `p` is `num` for `ep` (line: the caller's). */
 #define expect_conn(p, ep, num) expect_conn_at(p, ep, num, __LINE__)
 static void expect_conn_at(struct xm_proc *p, struct ofx_ep *ep, DAT_EVENT_NUMBER num, int line)
 {
 	DAT_EVENT ev;
 
-	if (ofx_evd_dequeue(p->conn_evd, &ev) != DAT_SUCCESS)
-		{ fprintf(stderr, "no connection event at line %d\n", line); CU_FAIL_FATAL("no connection event"); }
+	if (ofx_evd_dequeue(p->conn_evd, &ev) != DAT_SUCCESS) {
+		fprintf(stderr, "no connection event at line %d\n", line);
+		CU_FAIL_FATAL("no connection event");
+	}
 	if (ev.event_number != num)
-		fprintf(stderr, "event 0x%x, expected 0x%x at line %d\n", ev.event_number, num, line);
+		fprintf(stderr, "event 0x%x, expected 0x%x at line %d\n", ev.event_number, num,
+			line);
 	CU_ASSERT_EQUAL(ev.event_number, num);
 	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, ep);
 }

@@ -206,7 +206,8 @@ static struct ibv_xrcd *m_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_ini
 		if (fstat(attr->fd, &st))
 			return NULL;
 		for (int i = 0; i < XM_MAX_OBJS; i++)
-			if (domains[i] && domains[i]->node == p->node && domains[i]->ino == st.st_ino)
+			if (domains[i] && domains[i]->node == p->node &&
+			    domains[i]->ino == st.st_ino)
 				dom = domains[i];
 	}
 	if (!dom) {
