@@ -726,7 +726,7 @@ static int case_peer_killed(void)
 
 /* Connects with `timeout_us` and returns the resulting event and its delay. */
 static int connect_expect_failure(const char *ip, DAT_CONN_QUAL qual, uint64_t timeout_us,
-				  DAT_EVENT_NUMBER *ev_p, double *secs_p)
+				  char what, DAT_EVENT_NUMBER *ev_p, double *secs_p)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET };
 	DAT_EP_HANDLE ep;
@@ -734,7 +734,6 @@ static int connect_expect_failure(const char *ip, DAT_CONN_QUAL qual, uint64_t t
 	struct ctx c;
 	DAT_EVENT ev;
 	double t0;
-	char what = REQ_ECHO;
 
 	inet_pton(AF_INET, ip, &sin.sin_addr);
 	if (ctx_open(&c, 64) || ep_make(&c, c.dto_evd, 2, 2, &ep))
@@ -764,7 +763,7 @@ static int case_no_listener(void)
 	DAT_EVENT_NUMBER num;
 	double secs;
 
-	if (connect_expect_failure(server_ip, QUAL_NOBODY, 10 * SEC_US, &num, &secs))
+	if (connect_expect_failure(server_ip, QUAL_NOBODY, 10 * SEC_US, REQ_ECHO, &num, &secs))
 		return -1;
 	printf("client: no listener: %s after %.2f s\n", ev_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_NON_PEER_REJECTED) {
@@ -779,7 +778,7 @@ static int case_unreachable(void)
 	DAT_EVENT_NUMBER num;
 	double secs;
 
-	if (connect_expect_failure(UNREACHABLE_IP, QUAL_SERVER, 3 * SEC_US, &num, &secs))
+	if (connect_expect_failure(UNREACHABLE_IP, QUAL_SERVER, 3 * SEC_US, REQ_ECHO, &num, &secs))
 		return -1;
 	printf("client: unreachable host: %s after %.2f s\n", ev_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_TIMED_OUT) {
@@ -1086,7 +1085,7 @@ static int case_quit(void)
 	double secs;
 
 	/* the server rejects the request and exits */
-	if (connect_expect_failure(server_ip, QUAL_SERVER, 10 * SEC_US, &num, &secs))
+	if (connect_expect_failure(server_ip, QUAL_SERVER, 10 * SEC_US, REQ_QUIT, &num, &secs))
 		return -1;
 	printf("client: quit request: %s after %.2f s\n", ev_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_PEER_REJECTED)
