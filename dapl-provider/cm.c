@@ -852,7 +852,9 @@ void ofx_cm_process_events(void *ia_arg)
 	while (!ofx_verbs->get_cm_event(ia->cm_channel, &ev)) {
 		struct rdma_cm_id *destroy = NULL;
 
-		dispatch(ev, &destroy);
+		/* the ids of the XRC carrier (xrc.h) first */
+		if (!ia->xrc_ia || !ofx_xrc_cm_event(ia, ev, &destroy))
+			dispatch(ev, &destroy);
 		ofx_verbs->ack_cm_event(ev);
 		/* only after the ack: rdma_destroy_id waits for it */
 		if (destroy && ofx_verbs->destroy_id(destroy))

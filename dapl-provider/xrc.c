@@ -99,6 +99,7 @@ struct ofx_xrc_ia {
 	uint32_t tag;
 	uint16_t port;
 	const struct ofx_xrc_transport *tp;
+	void *tp_ctx;
 	struct ofx_list inis, tgts, eps;
 	uint32_t next_id;
 	struct ofx_xrc_stats stats;
@@ -211,18 +212,24 @@ static struct ofx_xrc_ia *xrc_of(const struct ofx_ia *ia)
 }
 
 /* Sends request `c` to addr:port through the IA's carrier. */
-static int ctl_send(struct ofx_xrc_ia *x, struct ofx_ia *ia, const struct sockaddr *addr,
-		    uint16_t port, const struct xrc_ctl *c)
+static int ctl_send_qp(struct ofx_xrc_ia *x, struct ofx_ia *ia, const struct sockaddr *addr,
+		       uint16_t port, const struct xrc_ctl *c, struct ibv_qp *qp)
 {
 	uint8_t m[OFX_XRC_CTL_LEN];
 	int ret;
 
 	ctl_encode(c, m);
 	x->stats.ctl_sent++;
-	ret = x->tp->send_ctl(ia, addr, port, m);
+	ret = x->tp->send_ctl(ia, addr, port, m, qp);
 	if (ret)
 		ofx_warn("xrc control op %u to port %u: %s", c->op, port, strerror(-ret));
 	return ret;
+}
+
+static int ctl_send(struct ofx_xrc_ia *x, struct ofx_ia *ia, const struct sockaddr *addr,
+		    uint16_t port, const struct xrc_ctl *c)
+{
+	return ctl_send_qp(x, ia, addr, port, c, NULL);
 }
 
 /* ---- domain ------------------------------------------------------------- */
@@ -324,14 +331,25 @@ int ofx_xrc_ia_open(struct ofx_ia *ia)
 	if (!x->xrcd) {
 		ret = errno ? -errno : -ENOMEM;
 		ofx_err("ibv_open_xrcd %s: %m", ia->cfg.xrcd[0] ? ia->cfg.xrcd : "(private)");
-		goto err_close;
+		goto err_close_fd;
 	}
 	x->next_id = x->tag ^ (uint32_t)getpid();
 	ia->xrc_ia = x;
+	/* on a device the control messages go over rdma_cm (xrc_cm.c) */
+	if (ia->cm_channel) {
+		ret = ofx_xrc_cm_start(ia);
+		if (ret) {
+			ia->xrc_ia = NULL;
+			goto err_close_xrcd;
+		}
+	}
 	ofx_dbg("xrc domain %s tag %08x", ia->cfg.xrcd[0] ? ia->cfg.xrcd : "(private)", x->tag);
 	return 0;
 
-err_close:
+err_close_xrcd:
+	if (ofx_verbs->close_xrcd(x->xrcd))
+		ofx_warn("close xrcd: %m");
+err_close_fd:
 	if (x->fd >= 0)
 		close(x->fd);
 err_free:
@@ -340,7 +358,7 @@ err_free:
 	return ret;
 }
 
-void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp,
+void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp, void *ctx,
 			   uint16_t port)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
@@ -348,7 +366,30 @@ void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp
 	if (!x)
 		return;
 	x->tp = tp;
+	x->tp_ctx = ctx;
 	x->port = port;
+}
+
+void *ofx_xrc_transport_ctx(const struct ofx_ia *ia)
+{
+	return xrc_of(ia) ? xrc_of(ia)->tp_ctx : NULL;
+}
+
+struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ibv_qp *qp = NULL;
+	struct ofx_list *pos, *tmp;
+
+	pthread_mutex_lock(&x->lock);
+	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
+		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
+
+		if (t->qpn == qpn && t->created)
+			qp = t->qp;
+	}
+	pthread_mutex_unlock(&x->lock);
+	return qp;
 }
 
 static void tgt_close(struct ofx_xrc_ia *x, struct ofx_xrc_tgtqp *t)
@@ -382,6 +423,8 @@ void ofx_xrc_ia_close(struct ofx_ia *ia)
 
 	if (!x)
 		return;
+	if (x->tp && x->tp->drives_qps)
+		ofx_xrc_cm_stop(ia);
 	if (ia->cfg.stats)
 		ofx_warn("stats: xrc ini_created %lu ini_live %lu tgt_created %lu tgt_opened %lu "
 			 "conn_xrc %lu conn_rc %lu refused %lu ctl_sent %lu ctl_lost %lu",
@@ -696,7 +739,7 @@ static int ini_get(struct ofx_ia *ia, struct ofx_xrc_ep *xe)
 		c.tag = x->tag;
 		c.port = x->port;
 		c.aux = ini->tag;
-		ret = ctl_send(x, ia, (struct sockaddr *)&ini->addr, ini->port, &c);
+		ret = ctl_send_qp(x, ia, (struct sockaddr *)&ini->addr, ini->port, &c, ini->qp);
 		if (ret) {
 			ini->state = INI_DEAD;
 			return ret;
@@ -1119,11 +1162,14 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 		free(t);
 		return;
 	}
-	ofx_verbs->modify_qp(t->qp, &qa, IBV_QP_STATE);
-	memset(&qa, 0, sizeof(qa));
-	qa.qp_state = IBV_QPS_RTR;
-	qa.dest_qp_num = c->srqn_from;
-	ofx_verbs->modify_qp(t->qp, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN);
+	/* a device carrier moves it with the connection's attributes */
+	if (!x->tp->drives_qps) {
+		ofx_verbs->modify_qp(t->qp, &qa, IBV_QP_STATE);
+		memset(&qa, 0, sizeof(qa));
+		qa.qp_state = IBV_QPS_RTR;
+		qa.dest_qp_num = c->srqn_from;
+		ofx_verbs->modify_qp(t->qp, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN);
+	}
 	t->qpn = t->qp->qp_num;
 	t->created = true;
 	ofx_list_add_tail(&x->tgts, &t->link);
@@ -1283,7 +1329,9 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 		pthread_mutex_unlock(&x->lock);
 		return;
 	}
-	ok = a && a->verdict == XRC_V_OK && !ini_qp_ready(ini, a->tgt);
+	if (a && a->verdict == XRC_V_OK && x->tp->drives_qps)
+		ini->tgt = a->tgt; /* the carrier moved the QP already */
+	ok = a && a->verdict == XRC_V_OK && (x->tp->drives_qps || !ini_qp_ready(ini, a->tgt));
 	ini->state = ok ? INI_READY : INI_DEAD;
 	if (!ok)
 		ofx_warn("ini qp 0x%x to port %u: %s", ini->qp->qp_num, ini->port,

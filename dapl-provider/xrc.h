@@ -237,8 +237,15 @@ struct ofx_xrc_stats {
  * lock.
  */
 struct ofx_xrc_transport {
+	/* `qp`: the INI QP to connect for an INI request, else NULL */
 	int (*send_ctl)(struct ofx_ia *ia, const struct sockaddr *addr, uint16_t port,
-			const uint8_t msg[OFX_XRC_CTL_LEN]);
+			const uint8_t msg[OFX_XRC_CTL_LEN], struct ibv_qp *qp);
+	/*
+	 * The carrier moves INI and TGT QPs through their states itself (with
+	 * the attributes of a CM connection); else xrc.c sets the few
+	 * attributes a model needs.
+	 */
+	bool drives_qps;
 };
 
 /*
@@ -252,13 +259,29 @@ struct ofx_xrc_transport {
  * and the domain; NULL-safe.
  */
 int ofx_xrc_ia_open(struct ofx_ia *ia);
-void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp,
+void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp, void *ctx,
 			   uint16_t port);
+void *ofx_xrc_transport_ctx(const struct ofx_ia *ia);
+/* A TGT QP this IA created for an INI request (the carrier moves it). */
+struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn);
 void ofx_xrc_ia_quiesce(struct ofx_ia *ia);
 void ofx_xrc_ia_close(struct ofx_ia *ia);
 int ofx_xrc_get_stats(struct ofx_ia *ia, struct ofx_xrc_stats *stats);
 uint32_t ofx_xrc_domain_tag(const struct ofx_ia *ia);
 uint16_t ofx_xrc_service_port(const struct ofx_ia *ia);
+
+/*
+ * The rdma_cm carrier (xrc_cm.c), used on a device: ofx_xrc_cm_start binds
+ * the service listeners and installs the carrier (ofx_xrc_ia_open calls it
+ * when the IA has an event channel); ofx_xrc_cm_stop (ia_close, progress
+ * thread stopped) destroys its ids.  ofx_xrc_cm_event takes every rdma_cm
+ * event of an XRC id (RDMA_PS_UDP and RDMA_PS_IB, which cm.c never uses)
+ * before cm.c's dispatch; *destroy_p as there.
+ */
+int ofx_xrc_cm_start(struct ofx_ia *ia);
+void ofx_xrc_cm_stop(struct ofx_ia *ia);
+bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
+		      struct rdma_cm_id **destroy_p);
 
 /* Control messages in (see the wire spec): request -> answer, answer in. */
 int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uint8_t *req,

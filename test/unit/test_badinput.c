@@ -170,6 +170,12 @@ static struct ibv_cq *model_create_cq(struct ibv_context *ctx, int cqe, void *cq
 	return cq;
 }
 
+static int model_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	cq->cqe = cqe;
+	return 0;
+}
+
 static int model_destroy_cq(struct ibv_cq *cq)
 {
 	return model_free(cq);
@@ -422,6 +428,7 @@ static void model_install(void)
 	model.destroy_comp_channel = model_destroy_comp_channel;
 	model.create_cq = model_create_cq;
 	model.destroy_cq = model_destroy_cq;
+	model.resize_cq = model_resize_cq;
 	model.poll_cq = model_poll_cq;
 	model.req_notify_cq = model_req_notify_cq;
 	model.create_qp_ex = model_create_qp_ex;

@@ -547,7 +547,7 @@ static struct xm_proc *proc_of_ia(struct ofx_ia *ia)
 }
 
 static int m_send_ctl(struct ofx_ia *ia, const struct sockaddr *addr, uint16_t port,
-		      const uint8_t msg[OFX_XRC_CTL_LEN])
+		      const uint8_t msg[OFX_XRC_CTL_LEN], struct ibv_qp *qp)
 {
 	struct xm_ctl *c;
 
@@ -703,7 +703,7 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 		free(p);
 		return ret;
 	}
-	ofx_xrc_set_transport(ia, &xm_transport, (uint16_t)(XM_PORT_BASE + nprocs));
+	ofx_xrc_set_transport(ia, &xm_transport, NULL, (uint16_t)(XM_PORT_BASE + nprocs));
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 64, DAT_EVD_ASYNC_FLAG, &ia->async_evd) == 0);
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 1024, DAT_EVD_DTO_FLAG, &p->recv_evd) == 0);
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 1024, DAT_EVD_DTO_FLAG, &p->req_evd) == 0);

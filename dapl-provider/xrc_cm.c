@@ -1,0 +1,384 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#define OFX_LOG_SUBSYS OFX_SUBSYS_XRC
+#include "xrc.h"
+#include "ia.h"
+#include "log.h"
+#include "verbs.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <arpa/inet.h>
+#include <netinet/in.h>
+
+/*
+ * The rdma_cm carrier of the XRC control messages (xrc.h, "Carrier"):
+ * CONFIRM, BIND and DISC travel as SIDR requests (RDMA_PS_UDP) answered in
+ * the SIDR REP; INI is an RDMA_PS_IB connection whose REQ names the INI QP
+ * and whose REP (or REJ) carries the answer and names the TGT QP.  The two
+ * listeners share one port number, the IA's service port.  Every id here
+ * lives on the IA's event channel; ofx_xrc_cm_event() takes their events
+ * before cm.c's dispatch (cm.c never uses these port spaces).
+ */
+
+#define XRC_CM_BIND_TRIES 8
+
+struct xrc_cm_req {
+	struct ofx_list link;		/* in cm->reqs */
+	struct ofx_ia *ia;
+	struct rdma_cm_id *id;
+	struct sockaddr_storage dst;
+	uint8_t msg[OFX_XRC_CTL_LEN];
+	struct ibv_qp *qp;		/* INI: the QP the connection is for */
+	int tries;
+};
+
+struct ofx_xrc_cm {
+	/* guards reqs; a leaf lock (send_ctl is called under xrc.c's locks) */
+	pthread_mutex_t lock;
+	struct rdma_cm_id *ud_listen, *ib_listen;
+	struct ofx_list reqs;
+};
+
+static bool is_ini(const uint8_t *msg)
+{
+	return msg[3] == OFX_XRC_OP_INI;
+}
+
+static int req_start(struct ofx_xrc_cm *cm, struct xrc_cm_req *req)
+{
+	struct ofx_ia *ia = req->ia;
+	int ret;
+
+	if (ofx_verbs->create_id(ia->cm_channel, &req->id, req,
+				 is_ini(req->msg) ? RDMA_PS_IB : RDMA_PS_UDP)) {
+		ret = -errno;
+		ofx_err("xrc control id: %m");
+		return ret;
+	}
+	if (ofx_verbs->resolve_addr(req->id, (struct sockaddr *)&ia->addr,
+				    (struct sockaddr *)&req->dst, ia->cfg.cm_timeout_ms)) {
+		ret = -errno;
+		ofx_err("xrc control: rdma_resolve_addr: %m");
+		ofx_verbs->destroy_id(req->id);
+		req->id = NULL;
+		return ret;
+	}
+	return 0;
+}
+
+static int xrc_cm_send(struct ofx_ia *ia, const struct sockaddr *addr, uint16_t port,
+		       const uint8_t msg[OFX_XRC_CTL_LEN], struct ibv_qp *qp)
+{
+	struct ofx_xrc_cm *cm = ofx_xrc_transport_ctx(ia);
+	struct xrc_cm_req *req = calloc(1, sizeof(*req));
+	int ret;
+
+	if (!req)
+		return -ENOMEM;
+	req->ia = ia;
+	req->qp = qp;
+	memcpy(req->msg, msg, OFX_XRC_CTL_LEN);
+	memcpy(&req->dst, addr, addr->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6) :
+							       sizeof(struct sockaddr_in));
+	if (req->dst.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&req->dst)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)&req->dst)->sin_port = htons(port);
+	ret = req_start(cm, req);
+	if (ret) {
+		free(req);
+		return ret;
+	}
+	pthread_mutex_lock(&cm->lock);
+	ofx_list_add_tail(&cm->reqs, &req->link);
+	pthread_mutex_unlock(&cm->lock);
+	return 0;
+}
+
+static const struct ofx_xrc_transport xrc_cm_transport = {
+	.send_ctl = xrc_cm_send,
+	.drives_qps = true,
+};
+
+/*
+ * Moves an XRC QP with the attributes rdma_cm computes for `id`, less those
+ * its type does not take (an INI QP has no responder side, and no remote
+ * access to grant).
+ */
+static int qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
+{
+	struct ibv_qp_attr attr = { .qp_state = state };
+	int mask = 0, ret;
+
+	if (ofx_verbs->init_qp_attr(id, &attr, &mask)) {
+		ret = -errno;
+		ofx_err("rdma_init_qp_attr xrc qp 0x%x state %d: %m", qp->qp_num, state);
+		return ret ? ret : -EINVAL;
+	}
+	if (qp->qp_type == IBV_QPT_XRC_SEND)
+		mask &= ~(IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	ret = ofx_verbs->modify_qp(qp, &attr, mask);
+	if (ret) {
+		ofx_err("modify xrc qp 0x%x to state %d (mask 0x%x): %s", qp->qp_num, state, mask,
+			strerror(ret));
+		return -ret;
+	}
+	return 0;
+}
+
+/* Ends a request: its answer (or none) to xrc.c, the id to destroy. */
+static void req_done(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, const uint8_t *answer,
+		     struct rdma_cm_id **destroy_p)
+{
+	pthread_mutex_lock(&cm->lock);
+	ofx_list_del(&req->link);
+	pthread_mutex_unlock(&cm->lock);
+	*destroy_p = req->id;
+	ofx_xrc_ctl_answer(req->ia, req->msg, answer);
+	free(req);
+}
+
+/* A request that failed on the way: again, up to OFX_XRC_CTL_TRIES times. */
+static void req_retry(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma_cm_id **destroy_p)
+{
+	*destroy_p = req->id;
+	req->id = NULL;
+	if (++req->tries < OFX_XRC_CTL_TRIES && !req_start(cm, req))
+		return;
+	req->id = *destroy_p;
+	req_done(cm, req, NULL, destroy_p);
+}
+
+static const uint8_t *answer_of(const void *data, int len)
+{
+	return data && len >= OFX_XRC_CTL_LEN ? data : NULL;
+}
+
+static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma_cm_event *ev,
+		      struct rdma_cm_id **destroy_p)
+{
+	struct ofx_ia *ia = req->ia;
+	struct rdma_conn_param param = {
+		.private_data = req->msg,
+		.private_data_len = OFX_XRC_CTL_LEN,
+		.retry_count = 7,
+		.rnr_retry_count = 7,
+		.flow_control = 1,
+	};
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (ofx_verbs->resolve_route(req->id, ia->cfg.cm_timeout_ms))
+			req_retry(cm, req, destroy_p);
+		return;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		if (req->qp) {
+			param.qp_num = req->qp->qp_num;
+			param.initiator_depth = (uint8_t)(ia->dev_attr.max_qp_init_rd_atom < 16 ?
+							  ia->dev_attr.max_qp_init_rd_atom : 16);
+			if (qp_move(req->id, req->qp, IBV_QPS_INIT)) {
+				req_done(cm, req, NULL, destroy_p);
+				return;
+			}
+		}
+		if (ofx_verbs->connect(req->id, &param)) {
+			ofx_warn("xrc control: rdma_connect: %m");
+			req_retry(cm, req, destroy_p);
+		}
+		return;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		/* the SIDR REP of a control request */
+		if (!req->qp)
+			req_done(cm, req, answer_of(ev->param.ud.private_data,
+						    ev->param.ud.private_data_len), destroy_p);
+		return;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE: {
+		/* the REP of an INI connection: the QP goes to RTS towards T */
+		const uint8_t *a = answer_of(ev->param.conn.private_data,
+					     ev->param.conn.private_data_len);
+
+		if (!req->qp || qp_move(req->id, req->qp, IBV_QPS_RTR) ||
+		    qp_move(req->id, req->qp, IBV_QPS_RTS) || ofx_verbs->establish(req->id))
+			a = NULL;
+		/* the QPs do not depend on the id: it goes (a DREQ) once done */
+		req_done(cm, req, a, destroy_p);
+		return;
+	}
+	case RDMA_CM_EVENT_REJECTED:
+		/* an INI request refused: the answer is in the REJ */
+		if (req->qp && answer_of(ev->param.conn.private_data,
+					 ev->param.conn.private_data_len)) {
+			req_done(cm, req, ev->param.conn.private_data, destroy_p);
+			return;
+		}
+		req_retry(cm, req, destroy_p);
+		return;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		ofx_dbg("xrc control op %u: %s status %d", req->msg[3], rdma_event_str(ev->event),
+			ev->status);
+		req_retry(cm, req, destroy_p);
+		return;
+	default:
+		return;
+	}
+}
+
+/* A control request or INI connection for us. */
+static void listen_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
+			 struct rdma_cm_id **destroy_p)
+{
+	uint8_t answer[OFX_XRC_CTL_LEN];
+	struct rdma_conn_param param = { .private_data = answer,
+					 .private_data_len = OFX_XRC_CTL_LEN };
+	struct rdma_cm_id *id = ev->id;
+	const void *data;
+	struct ibv_qp *tgt;
+	uint32_t tgt_qpn;
+	int len;
+
+	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		/* an accepted INI connection: done with its id either way */
+		if (id->ps == RDMA_PS_IB && ev->event != RDMA_CM_EVENT_CONNECT_RESPONSE)
+			*destroy_p = id;
+		return;
+	}
+	*destroy_p = id;
+	if (id->ps == RDMA_PS_UDP) {
+		data = ev->param.ud.private_data;
+		len = ev->param.ud.private_data_len;
+	} else {
+		data = ev->param.conn.private_data;
+		len = ev->param.conn.private_data_len;
+	}
+	if (!data || len < OFX_XRC_CTL_LEN ||
+	    ofx_xrc_ctl_request(ia, rdma_get_peer_addr(id), data, answer)) {
+		ofx_dbg("xrc control request not understood");
+		if (id->ps == RDMA_PS_IB)
+			ofx_verbs->reject(id, NULL, 0);
+		return;
+	}
+	if (id->ps == RDMA_PS_UDP) {
+		param.qp_num = 1; /* a SIDR REP names a QP; no QP receives here */
+		if (ofx_verbs->accept(id, &param))
+			ofx_warn("xrc control answer: %m");
+		return;
+	}
+	/* INI: move the new TGT and accept with its number, or refuse */
+	memcpy(&tgt_qpn, answer + 20, sizeof(tgt_qpn));
+	tgt_qpn = ntohl(tgt_qpn);
+	tgt = answer[26] == 1 ? ofx_xrc_tgt_qp(ia, tgt_qpn) : NULL;
+	if (!tgt || qp_move(id, tgt, IBV_QPS_INIT) || qp_move(id, tgt, IBV_QPS_RTR)) {
+		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
+		return;
+	}
+	param.qp_num = tgt_qpn;
+	param.responder_resources = ev->param.conn.initiator_depth;
+	if (ofx_verbs->accept(id, &param)) {
+		ofx_warn("xrc ini accept, tgt qp 0x%x: %m", tgt_qpn);
+		return;
+	}
+	*destroy_p = NULL; /* until ESTABLISHED */
+}
+
+bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
+		      struct rdma_cm_id **destroy_p)
+{
+	struct ofx_xrc_cm *cm;
+	struct rdma_cm_id *id = ev->event == RDMA_CM_EVENT_CONNECT_REQUEST ? ev->listen_id : ev->id;
+
+	if (!ia->xrc_ia || (id->ps != RDMA_PS_UDP && id->ps != RDMA_PS_IB))
+		return false;
+	cm = ofx_xrc_transport_ctx(ia);
+	if (!cm)
+		return false;
+	if (id->context == cm)
+		listen_event(ia, ev, destroy_p);
+	else
+		req_event(cm, id->context, ev, destroy_p);
+	return true;
+}
+
+static int listen_on(struct ofx_ia *ia, struct ofx_xrc_cm *cm, enum rdma_port_space ps,
+		     uint16_t port, struct rdma_cm_id **id_p)
+{
+	struct sockaddr_storage a = ia->addr;
+	struct rdma_cm_id *id;
+	int ret;
+
+	if (ofx_verbs->create_id(ia->cm_channel, &id, cm, ps))
+		return -errno;
+	if (a.ss_family == AF_INET6)
+		((struct sockaddr_in6 *)&a)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)&a)->sin_port = htons(port);
+	if (ofx_verbs->bind_addr(id, (struct sockaddr *)&a) || ofx_verbs->listen(id, 64)) {
+		ret = -errno;
+		ofx_verbs->destroy_id(id);
+		return ret;
+	}
+	*id_p = id;
+	return 0;
+}
+
+int ofx_xrc_cm_start(struct ofx_ia *ia)
+{
+	struct ofx_xrc_cm *cm = calloc(1, sizeof(*cm));
+	uint16_t port = 0;
+	int ret = -EADDRINUSE;
+
+	if (!cm)
+		return -ENOMEM;
+	pthread_mutex_init(&cm->lock, NULL);
+	ofx_list_init(&cm->reqs);
+	/* an IB port the UDP space has free too */
+	for (int i = 0; i < XRC_CM_BIND_TRIES && ret; i++) {
+		ret = listen_on(ia, cm, RDMA_PS_IB, 0, &cm->ib_listen);
+		if (ret)
+			break;
+		port = ntohs(rdma_get_src_port(cm->ib_listen));
+		ret = listen_on(ia, cm, RDMA_PS_UDP, port, &cm->ud_listen);
+		if (ret) {
+			ofx_verbs->destroy_id(cm->ib_listen);
+			cm->ib_listen = NULL;
+		}
+	}
+	if (ret) {
+		errno = -ret;
+		ofx_err("xrc service listeners: %m");
+		pthread_mutex_destroy(&cm->lock);
+		free(cm);
+		return ret;
+	}
+	ofx_xrc_set_transport(ia, &xrc_cm_transport, cm, port);
+	ofx_dbg("xrc service port %u", port);
+	return 0;
+}
+
+void ofx_xrc_cm_stop(struct ofx_ia *ia)
+{
+	struct ofx_xrc_cm *cm = ofx_xrc_transport_ctx(ia);
+	struct ofx_list *pos, *tmp;
+
+	if (!cm)
+		return;
+	/* the progress thread is stopped: no event can come any more */
+	ofx_list_for_each_safe(pos, tmp, &cm->reqs) {
+		struct xrc_cm_req *req = container_of(pos, struct xrc_cm_req, link);
+
+		ofx_list_del(&req->link);
+		if (req->id)
+			ofx_verbs->destroy_id(req->id);
+		free(req);
+	}
+	if (cm->ud_listen)
+		ofx_verbs->destroy_id(cm->ud_listen);
+	if (cm->ib_listen)
+		ofx_verbs->destroy_id(cm->ib_listen);
+	pthread_mutex_destroy(&cm->lock);
+	free(cm);
+	ofx_xrc_set_transport(ia, NULL, NULL, 0);
+}
