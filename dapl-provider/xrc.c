@@ -972,6 +972,7 @@ int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *o
 	if (!xe || ep->csp || pdata_len > XRC_REQ_AREA - OFX_PDATA_XRC_HDR_LEN ||
 	    ofx_cm_p2p_requested(ep))
 		return 0;
+	xrc_srq_close(ep); /* an earlier offer whose connect never started */
 	ret = xrc_srq_open(ep);
 	if (ret)
 		return ret;
@@ -1058,9 +1059,15 @@ bool ofx_xrc_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int
 	uint8_t rej[XRC_REJ_AREA];
 	int ret, n;
 
-	if (!xe || ep->csp || !cr->has_hdr || !(cr->hdr.flags & OFX_PDATA_F_XRC) ||
-	    (cr->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX)
+	if (!xe)
 		return false;
+	if (ep->csp || !cr->has_hdr || !(cr->hdr.flags & OFX_PDATA_F_XRC) ||
+	    (cr->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX) {
+		pthread_mutex_lock(&x->lock);
+		x->stats.conn_rc++;
+		pthread_mutex_unlock(&x->lock);
+		return false;
+	}
 	ret = xrc_srq_open(ep);
 	if (ret)
 		goto out;
@@ -1528,7 +1535,10 @@ int ofx_xrc_ep_reset(struct ofx_ep *ep)
 
 	if (!xe)
 		return 0;
-	if (xe->state != XC_IDLE && xe->state != XC_CLOSED && xe->state != XC_RC)
+	/* an offer that ended without an answer (timeout, reject) */
+	if (xe->state == XC_OFFERED)
+		xrc_srq_close(ep);
+	else if (xe->state != XC_IDLE && xe->state != XC_CLOSED && xe->state != XC_RC)
 		return -EBUSY;
 	xe->state = XC_IDLE;
 	xe->ack_ok = xe->bound = xe->peer_disc = xe->peer_gone = xe->fence_done = false;

@@ -15,14 +15,13 @@ struct ofx_cookie;
 
 /*
  * XRC-backed endpoints.  With xrc=on (or auto on a device with
- * IBV_DEVICE_XRC) and a carrier for the control messages (struct
- * ofx_xrc_transport, below), every EP made by dat_ep_create is backed by XRC
- * instead of one RC QP: per connection it receives through an XRC SRQ of
- * its own and sends through an XRC INI QP that it shares with every EP of
- * the IA going to the same remote node.  EPs made by dat_ep_create_with_srq,
- * EPs in dat_ep_common_connect and EPs of an IA without a carrier stay RC
- * (the rdma_cm carrier is not written yet: on a device, xrc=on opens the
- * domain and runs RC).
+ * IBV_DEVICE_XRC) every EP made by dat_ep_create is backed by XRC instead
+ * of one RC QP: per connection it receives through an XRC SRQ of its own
+ * and sends through an XRC INI QP that it shares with every EP of the IA
+ * going to the same remote node.  EPs made by dat_ep_create_with_srq and EPs
+ * in dat_ep_common_connect stay RC.  The control messages below travel over
+ * rdma_cm on a device (the carrier, section 11); unit tests install a model
+ * carrier (struct ofx_xrc_transport).
  *
  * ==== Wire spec, protocol version 1 ====
  *
@@ -36,7 +35,8 @@ struct ofx_cookie;
  *     XXXXXXXX\n" at offset 0, under flock); a private domain draws its own.
  *     The tag only selects candidates: a receiver verifies every TGT QP it
  *     is reached through with ibv_open_qp() in its own domain (steps 3, 4);
- *   - a service port q at which its carrier receives control messages.
+ *   - a service port q at which its carrier receives control messages
+ *     (section 11).
  * Every XRC EP creates, per connection, an XRC SRQ in D (number "srqn")
  * whose completions go to the EP's recv EVD.  A sender reaches a peer EP
  * through its INI QP for the key
@@ -58,7 +58,9 @@ struct ofx_cookie;
  *        bits 24-31 the low 8 bits of A's domain tag (informational)
  *    No offer is made (plain RC) when the consumer's bytes leave no room
  *    for the trailer in the 56-byte REQ area (more than 44 bytes) or when
- *    the EP asks for p2p (section 9).
+ *    the EP asks for p2p (section 9).  An offer that gets no XRC answer
+ *    (timeout, an ordinary reject) keeps its SRQ until dat_ep_reset,
+ *    ep_free or the next offer.
  *
  * 2. Accept.  If P runs XRC, the REQ carries the offer without
  *    OFX_PDATA_F_P2P, the EP is a plain (non-SRQ) one and the consumer's
@@ -100,7 +102,10 @@ struct ofx_cookie;
  *    SRQ before the peer has verified the TGT it goes through, and the
  *    receives of both sides are posted before either side is CONNECTED.
  *    A message that still finds no receive is retried by the device (RNR,
- *    rnr_retry 7).
+ *    rnr_retry 7).  Neither side bounds steps 3-4 by time (A's
+ *    dat_ep_connect timeout stops at the REJ): a lost peer shows as a
+ *    control request without an answer; otherwise dat_ep_disconnect or
+ *    ep_free ends the wait.
  *
  * 5. INI connection.  The sender creates an XRC_SEND QP (send CQ = the
  *    request EVD's CQ, PD = the PZ's) and sends the control message INI
@@ -109,9 +114,8 @@ struct ofx_cookie;
  *    receiver checks aux against its own tag (REFUSED if it differs),
  *    creates a TGT QP (XRC_RECV) in its domain, moves it to RTR towards the
  *    INI QP and answers INI-ACK {tgt: T, verdict OK}.  The sender moves its
- *    INI QP to RTS towards T (retry_cnt and rnr_retry 7).  (xrc.c sets only
- *    the state, dest_qp_num and retry attributes; a device carrier must add
- *    the path attributes that rdma_init_qp_attr() gives.)  This is the only
+ *    INI QP to RTS towards T (section 11 says with which attributes).  This
+ *    is the only
  *    QP pair XRC creates; every further EP between the two nodes (and
  *    domains) attaches with steps 1-4 only.  An INI QP whose request was
  *    refused or got no answer is DEAD: the EPs waiting for it fail.
@@ -197,6 +201,28 @@ struct ofx_cookie;
  *    beyond the retry count; a bad rkey).
  *    A receive completion in error breaks only its EP.  XRC trades this
  *    fate sharing for one QP per node instead of per EP.
+ *
+ * 11. Carrier.  On a device (xrc_cm.c) the IA binds two rdma_cm listeners
+ *    on its address with one port number, q: RDMA_PS_IB and RDMA_PS_UDP.
+ *    CONFIRM, BIND and DISC are SIDR requests (RDMA_PS_UDP) to q with the
+ *    control message as private data, answered in the SIDR REP's private
+ *    data (its QP number, 1, means nothing).  INI is an RDMA_PS_IB
+ *    connection to q: the sender moves the INI QP to INIT and connects with
+ *    the INI message, qp_num = the INI QP, initiator_depth = the device's
+ *    max_qp_init_rd_atom (at most 16), retry and rnr_retry 7.  The receiver
+ *    creates the TGT QP, moves it to INIT and RTR and accepts with the
+ *    INI-ACK, qp_num = T and responder_resources = the REQ's
+ *    initiator_depth (at most the device's max_qp_rd_atom); a REFUSED
+ *    INI-ACK goes in a REJ instead.  On the REP
+ *    the sender moves the INI QP to RTR and RTS (if that fails the request
+ *    has no answer), sends the RTU (rdma_establish) and destroys its id;
+ *    the receiver destroys its id at ESTABLISHED (or an error).  The QPs
+ *    do not depend on the ids: every QP state comes from
+ *    rdma_init_qp_attr() on the connection's id, less the attributes an
+ *    INI QP does not take (access flags, max_dest_rd_atomic,
+ *    min_rnr_timer).  A request whose address or route resolution fails,
+ *    that is unreachable or rejected without an answer is sent again on a
+ *    new id, OFX_XRC_CTL_TRIES times in all; then it has no answer.
  */
 
 /* Accept data that fits the REJ answer: 148 - 4 - 12 - 12 (trailer). */
@@ -229,7 +255,8 @@ struct ofx_xrc_stats {
 };
 
 /*
- * The carrier of the control messages.  send_ctl queues request `msg` to
+ * The carrier of the control messages (xrc_cm.c on a device, a model in
+ * the unit tests).  send_ctl queues request `msg` to
  * the IA at addr:port and returns 0 or a negative errno; it is called with
  * internal locks held, so it must not block nor call back into xrc.c.  The
  * receiving side calls ofx_xrc_ctl_request() and the sending side gets the

@@ -276,7 +276,10 @@ static void listen_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
 		return;
 	}
 	param.qp_num = tgt_qpn;
-	param.responder_resources = ev->param.conn.initiator_depth;
+	param.responder_resources = (uint8_t)(ev->param.conn.initiator_depth <
+					      ia->dev_attr.max_qp_rd_atom ?
+					      ev->param.conn.initiator_depth :
+					      ia->dev_attr.max_qp_rd_atom);
 	if (ofx_verbs->accept(id, &param)) {
 		ofx_warn("xrc ini accept, tgt qp 0x%x: %m", tgt_qpn);
 		return;

@@ -19,8 +19,10 @@
 #   raw    perftest over verbs, the platform limit
 # Cases (the per-size iteration count shrinks above 4 KiB, see iters_for):
 #   RW  SIZE  dapltest -T P -m p RW SIZE 1            ib_write_bw -s SIZE
-#   SR  SIZE  dapltest -T T -P client SR SIZE server SR SIZE (ping-pong;
-#             round trips/s = client WQE/s / 2)       ib_send_lat -s SIZE
+#   SR  SIZE  dapltest -T T client SR SIZE server SR SIZE (ping-pong, blocking
+#             waits; -P with BENCH_SR_POLL=1; round trips/s = client WQE/s / 2,
+#             timed by dapltest around the iteration loop only)
+#                                                     ib_send_lat -s SIZE
 #             (round trips/s = 1e6 / (2 * t_avg))
 #   RR  4096  dapltest -T P -m p RR 4096 1            ib_read_bw -s 4096
 #   RWLAT 4096 dapltest -T P -m p -p 1 RW 4096 1 (us per completed op)
@@ -48,6 +50,7 @@ ITER=${BENCH_ITER:-2000}
 PP_ITER=${BENCH_PP_ITER:-1000}
 CONNS=${BENCH_CONNS:-100}
 CM_BURST=${BENCH_CM_BURST:-10}
+SR_POLL=${BENCH_SR_POLL:-0}
 CALLGRIND=${BENCH_CALLGRIND:-1}
 CG_ITERS=${BENCH_CG_ITERS:-200 1200}
 CG_TMP=${BENCH_CG_TMP:-/tmp}
@@ -196,10 +199,13 @@ dt_perf() {
 
 # dt_pingpong ROUND SYS IA SIZE: SR ping-pong through dapltest -T T
 dt_pingpong() {
-	local r=$1 sys=$2 ia=$3 size=$4 n name v
+	local r=$1 sys=$2 ia=$3 size=$4 n name v poll=()
 	n=$(pp_iters_for "$size")
 	name="r$r.$sys.SR.$size"
-	cli "$name" 300 dapltest -T T -s "$SADDR" -D "$ia" -i "$n" -t 1 -w 1 -P \
+	# Both ends busy-polling (-P) on a 2-vCPU TCG guest starve rxe's own
+	# kernel work: ~6 ms per round trip in a trial.  Blocking by default.
+	[ "$SR_POLL" = 1 ] && poll=(-P)
+	cli "$name" 300 dapltest -T T -s "$SADDR" -D "$ia" -i "$n" -t 1 -w 1 "${poll[@]}" \
 		client SR "$size" server SR "$size"
 	dt_ok "$name" || return 1
 	# "Total WQE : 2166.84 WQE/Sec": the client's send + recv per iteration
@@ -335,6 +341,7 @@ say "rounds $ROUNDS, sizes $SIZES, iterations $ITER (bandwidth) / $PP_ITER (ping
 	echo "pp_iter $PP_ITER"
 	echo "conns $CONNS burst $CM_BURST"
 	echo "cg_iters $CG_ITERS"
+	echo "sr_poll $SR_POLL"
 	echo "ias $STOCK_IA $OFX_IA $P2P_IA"
 	# shellcheck disable=SC2086
 	echo "server_dev $SDEV $($SRV cat /sys/class/infiniband/$SDEV/ports/1/active_mtu 2>/dev/null)"

@@ -603,6 +603,12 @@ static void test_non_xrc_peer_gets_plain_rc(void)
 	CU_ASSERT_FALSE(ofx_xrc_offered(ea));
 	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
 	CU_ASSERT_EQUAL(ofx_xrc_ep_reset(ea), 0);
+	/* an offer that timed out or was rejected: reset closes its SRQ */
+	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 4, &offered), 0);
+	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 4, &offered), 0);
+	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
+	CU_ASSERT_EQUAL(ofx_xrc_ep_reset(ea), 0);
+	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
 	/* more than 44 bytes: no room for the trailer, no offer */
 	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 45, &offered), 0);
 	CU_ASSERT_FALSE(offered);
@@ -637,6 +643,7 @@ static void test_accept_declines_requests_without_an_offer(void)
 	CU_ASSERT_FALSE(ofx_xrc_accept(eb, &cr, NULL, OFX_XRC_ACCEPT_MAX + 1, &ret));
 	pthread_mutex_unlock(&eb->lock);
 	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(stats(b).conn_rc, 3);
 	teardown(1);
 }
 
@@ -753,6 +760,74 @@ static void test_disconnect_while_pending_ends_both_sides(void)
 	teardown(2);
 }
 
+/*
+ * The same over the rdma_cm carrier (xrc_cm.c): SIDR control messages, the
+ * INI connection with rdma_init_qp_attr()'s attributes, ids released.
+ */
+static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
+{
+	struct xm_proc *a, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b1 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	b2 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	CU_ASSERT_NOT_EQUAL(ofx_xrc_service_port(&a->ia), 0);
+	CU_ASSERT_NOT_EQUAL(ofx_xrc_service_port(&b1->ia), ofx_xrc_service_port(&b2->ia));
+	e1 = xm_ep_new(a);
+	f1 = xm_ep_new(b1);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b2);
+	pair(a, e1, b1, f1, 2);
+	pair(a, e2, b2, f2, 2);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 3);
+
+	CU_ASSERT_EQUAL(send_msg(e1, "over cm 1", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e2, "over cm 2", 2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "back", 3), DAT_SUCCESS);
+	expect_recv(b1, f1, 2000, "over cm 1");
+	expect_recv(b2, f2, 2000, "over cm 2");
+	expect_recv(a, e2, 1000, "back");
+
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e2, "still", 4), DAT_SUCCESS);
+	expect_recv(b2, f2, 2001, "still");
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	teardown(2);
+}
+
+/* Over rdma_cm, a request to a process that is gone is tried 3 times, then fails. */
+static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	ea = xm_ep_new(a);
+	eb = xm_ep_new(b);
+	xm_autopump = false;
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	xm_autopump = true;
+	xm_proc_kill(b);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
+	CU_ASSERT_EQUAL(xm_cm_connects(), OFX_XRC_CTL_TRIES);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	teardown(2);
+}
+
 CU_TestInfo ofx_test_xrc[] = {
 	{ "handshake exchanges private data and srq numbers",
 	  test_handshake_exchanges_private_data_and_srq_numbers },
@@ -780,5 +855,9 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_passive_ep_resets_and_accepts_again },
 	{ "disconnect while pending ends both sides",
 	  test_disconnect_while_pending_ends_both_sides },
+	{ "rdma_cm carrier connects, shares the ini qp and disconnects",
+	  test_rdma_cm_carrier_connects_shares_and_disconnects },
+	{ "rdma_cm carrier gives up after its tries",
+	  test_rdma_cm_carrier_gives_up_after_its_tries },
 	CU_TEST_INFO_NULL,
 };

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "xrc_model.h"
 
+#include "cm.h"
 #include "cr.h"
 #include "pdata.h"
 #include "verbs.h"
@@ -91,6 +92,7 @@ struct xm_ctl {
 
 bool xm_rnr_limited;
 bool xm_autopump = true;
+bool xm_use_cm;
 
 static struct ofx_verbs_ops model;
 static DAT_PROVIDER test_provider;
@@ -370,6 +372,10 @@ static int m_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
 	struct xm_qp *q = container_of(qp, struct xm_qp, qp);
 
+	/* what the kernel refuses for an INI QP: no responder, no remote access */
+	if (qp->qp_type == IBV_QPT_XRC_SEND &&
+	    (mask & (IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)))
+		return EINVAL;
 	if (mask & IBV_QP_STATE)
 		qp->state = attr->qp_state;
 	if (mask & IBV_QP_DEST_QPN)
@@ -531,15 +537,304 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 	return 0;
 }
 
+static void cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len);
+
 static int m_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
 {
 	memset(last_rej, 0, sizeof(last_rej));
-	memcpy(last_rej, pdata, len);
+	if (len)
+		memcpy(last_rej, pdata, len);
 	last_rej_len = len;
+	cm_reject(id, pdata, len);
 	return 0;
 }
 
+/* ---- rdma_cm (the XRC carrier's ids: RDMA_PS_UDP and RDMA_PS_IB) --------- */
+
+#define XM_MAX_EVENTS 256
+
+struct xm_chan {
+	struct rdma_event_channel ch;
+	struct rdma_cm_event *q[XM_MAX_EVENTS];
+	int n;
+};
+
+struct xm_ev {
+	struct rdma_cm_event ev;
+	uint8_t data[256];
+};
+
+struct xm_id {
+	struct rdma_cm_id id;
+	struct xm_proc *p;
+	bool listening;
+	struct xm_id *peer;		/* the other end of a connection */
+	uint32_t qp_num;		/* what this end named in connect/accept */
+	uint8_t rd_atom;
+};
+
+static struct xm_id *ids[XM_MAX_OBJS];
+static int live_ids;
+static int connects;		/* rdma_connect calls */
+
+static struct xm_proc *proc_of_chan(struct rdma_event_channel *ch)
+{
+	for (int i = 0; i < XM_MAX_PROCS; i++)
+		if (procs[i] && procs[i]->ia.cm_channel == ch)
+			return procs[i];
+	return NULL;
+}
+
+static void ev_queue(struct xm_id *to, enum rdma_cm_event_type type, int status,
+		     struct xm_id *listen, const void *pdata, int len, bool ud)
+{
+	struct xm_chan *c = container_of(to->id.channel, struct xm_chan, ch);
+	struct xm_ev *e = calloc(1, sizeof(*e));
+
+	CU_ASSERT_FATAL(c->n < XM_MAX_EVENTS);
+	e->ev.event = type;
+	e->ev.status = status;
+	e->ev.id = &to->id;
+	e->ev.listen_id = listen ? &listen->id : NULL;
+	if (pdata && len)
+		memcpy(e->data, pdata, len);
+	if (ud) {
+		e->ev.param.ud.private_data = e->data;
+		e->ev.param.ud.private_data_len = (uint8_t)len;
+	} else {
+		e->ev.param.conn.private_data = e->data;
+		/* IB: the receiver sees the whole area of the message */
+		e->ev.param.conn.private_data_len = (uint8_t)(len ? 56 : 0);
+		e->ev.param.conn.initiator_depth = to->peer ? to->peer->rd_atom : 0;
+	}
+	c->q[c->n++] = &e->ev;
+}
+
+static int m_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id_p, void *ctx,
+		       enum rdma_port_space ps)
+{
+	struct xm_id *m = calloc(1, sizeof(*m));
+
+	m->p = proc_of_chan(ch);
+	m->id.channel = ch;
+	m->id.context = ctx;
+	m->id.ps = ps;
+	m->id.verbs = &m->p->ctx;
+	m->id.route.addr.src_storage = m->p->ia.addr;
+	slot_add((void **)ids, m);
+	live_ids++;
+	*id_p = &m->id;
+	return 0;
+}
+
+static int m_destroy_id(struct rdma_cm_id *id)
+{
+	struct xm_id *m = container_of(id, struct xm_id, id);
+	struct xm_chan *c = container_of(id->channel, struct xm_chan, ch);
+	int k = 0;
+
+	/* a connected IB peer hears a DREQ */
+	if (m->peer && m->peer->peer == m) {
+		m->peer->peer = NULL;
+		if (id->ps == RDMA_PS_IB)
+			ev_queue(m->peer, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0, false);
+	}
+	for (int i = 0; i < c->n; i++) {
+		if (c->q[i]->id == id)
+			free(container_of(c->q[i], struct xm_ev, ev));
+		else
+			c->q[k++] = c->q[i];
+	}
+	c->n = k;
+	slot_del((void **)ids, m);
+	live_ids--;
+	free(m);
+	return 0;
+}
+
+static uint16_t id_port(const struct rdma_cm_id *id)
+{
+	return ntohs(((const struct sockaddr_in *)&id->route.addr.src_addr)->sin_port);
+}
+
+static int m_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	static uint16_t next_port = 40000;
+	struct sockaddr_in *sin = &id->route.addr.src_sin;
+	uint16_t port = ntohs(((struct sockaddr_in *)addr)->sin_port);
+
+	for (int i = 0; port && i < XM_MAX_OBJS; i++)
+		if (ids[i] && &ids[i]->id != id && ids[i]->id.ps == id->ps &&
+		    ids[i]->p->node == container_of(id, struct xm_id, id)->p->node &&
+		    id_port(&ids[i]->id) == port) {
+			errno = EADDRINUSE;
+			return -1;
+		}
+	memcpy(sin, addr, sizeof(*sin));
+	sin->sin_port = htons(port ? port : next_port++);
+	return 0;
+}
+
+static int m_listen(struct rdma_cm_id *id, int backlog)
+{
+	container_of(id, struct xm_id, id)->listening = true;
+	return 0;
+}
+
+static int m_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			  int timeout_ms)
+{
+	memcpy(&id->route.addr.dst_sin, dst, sizeof(struct sockaddr_in));
+	ev_queue(container_of(id, struct xm_id, id), RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0,
+		 false);
+	return 0;
+}
+
+static int m_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	ev_queue(container_of(id, struct xm_id, id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL,
+		 0, false);
+	return 0;
+}
+
+static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct xm_id *m = container_of(id, struct xm_id, id), *l = NULL, *n;
+	struct rdma_cm_id *nid;
+
+	for (int i = 0; i < XM_MAX_OBJS; i++)
+		if (ids[i] && ids[i]->listening && ids[i]->id.ps == id->ps && !ids[i]->p->dead &&
+		    ids[i]->id.route.addr.src_sin.sin_addr.s_addr ==
+			    id->route.addr.dst_sin.sin_addr.s_addr &&
+		    id_port(&ids[i]->id) == ntohs(id->route.addr.dst_sin.sin_port))
+			l = ids[i];
+	m->qp_num = param->qp_num;
+	m->rd_atom = param->initiator_depth;
+	connects++;
+	if (!l) {
+		if (id->ps == RDMA_PS_UDP)
+			ev_queue(m, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0, true);
+		else
+			ev_queue(m, RDMA_CM_EVENT_REJECTED, 8, NULL, NULL, 0, false);
+		return 0;
+	}
+	m_create_id(l->id.channel, &nid, l->id.context, id->ps);
+	n = container_of(nid, struct xm_id, id);
+	n->id.route.addr.src_storage = l->id.route.addr.src_storage;
+	n->id.route.addr.dst_storage = id->route.addr.src_storage;
+	n->peer = m;
+	m->peer = n;
+	ev_queue(n, RDMA_CM_EVENT_CONNECT_REQUEST, 0, l, param->private_data,
+		 param->private_data_len, id->ps == RDMA_PS_UDP);
+	return 0;
+}
+
+static int m_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	struct xm_id *m = container_of(id, struct xm_id, id);
+
+	m->qp_num = param->qp_num;
+	if (!m->peer)
+		return 0;
+	if (id->ps == RDMA_PS_UDP) {
+		/* SIDR: the answer ends the exchange */
+		m->peer->peer = NULL;
+		ev_queue(m->peer, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, param->private_data,
+			 param->private_data_len, true);
+		m->peer = NULL;
+		return 0;
+	}
+	ev_queue(m->peer, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, NULL, param->private_data,
+		 param->private_data_len, false);
+	return 0;
+}
+
+static int m_establish(struct rdma_cm_id *id)
+{
+	struct xm_id *m = container_of(id, struct xm_id, id);
+
+	if (m->peer)
+		ev_queue(m->peer, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL, 0, false);
+	return 0;
+}
+
+/* The attributes rdma_cm computes for an RC connection. */
+static int m_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask)
+{
+	struct xm_id *m = container_of(id, struct xm_id, id);
+
+	switch (attr->qp_state) {
+	case IBV_QPS_INIT:
+		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+		attr->port_num = 1;
+		break;
+	case IBV_QPS_RTR:
+		if (!m->peer) {
+			errno = EINVAL;
+			return -1;
+		}
+		*mask = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+		attr->dest_qp_num = m->peer->qp_num;
+		break;
+	default:
+		*mask = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+		break;
+	}
+	return 0;
+}
+
+static int m_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
+{
+	struct xm_chan *c = container_of(ch, struct xm_chan, ch);
+
+	if (!c->n) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*ev = c->q[0];
+	memmove(&c->q[0], &c->q[1], --c->n * sizeof(c->q[0]));
+	return 0;
+}
+
+static int m_ack_cm_event(struct rdma_cm_event *ev)
+{
+	free(container_of(ev, struct xm_ev, ev));
+	return 0;
+}
+
+static bool cm_pump(void)
+{
+	bool any = false;
+
+	for (int i = 0; i < nprocs; i++) {
+		struct xm_proc *p = procs[i];
+
+		if (p && p->ia.cm_channel &&
+		    container_of(p->ia.cm_channel, struct xm_chan, ch)->n) {
+			ofx_cm_process_events(&p->ia);
+			any = true;
+		}
+	}
+	return any;
+}
+
 /* ---- control messages ---------------------------------------------------- */
+
+static void cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+{
+	struct xm_id *m = NULL;
+
+	for (int i = 0; i < XM_MAX_OBJS; i++)
+		if (ids[i] && &ids[i]->id == id)
+			m = ids[i];
+	if (m && m->peer) {
+		ev_queue(m->peer, RDMA_CM_EVENT_REJECTED, 28, NULL, pdata, len, false);
+		m->peer->peer = NULL;
+		m->peer = NULL;
+	}
+}
 
 static struct xm_proc *proc_of_ia(struct ofx_ia *ia)
 {
@@ -596,6 +891,8 @@ void xm_pump(void)
 				ofx_xrc_ctl_answer(&c.from->ia, c.msg, answered ? ans : NULL);
 			busy = true;
 		}
+		if (cm_pump())
+			busy = true;
 		for (int i = 0; i < nprocs; i++) {
 			struct xm_proc *p = procs[i];
 
@@ -633,6 +930,18 @@ void xm_init(void)
 	model.post_send = m_post_send;
 	model.post_recv = m_post_recv;
 	model.reject = m_reject;
+	model.create_id = m_create_id;
+	model.destroy_id = m_destroy_id;
+	model.bind_addr = m_bind_addr;
+	model.listen = m_listen;
+	model.resolve_addr = m_resolve_addr;
+	model.resolve_route = m_resolve_route;
+	model.connect = m_connect;
+	model.accept = m_accept;
+	model.establish = m_establish;
+	model.init_qp_attr = m_init_qp_attr;
+	model.get_cm_event = m_get_cm_event;
+	model.ack_cm_event = m_ack_cm_event;
 	ofx_verbs_set(&model);
 	/* a test that failed half-way leaks: start from a clean model anyway */
 	memset(procs, 0, sizeof(procs));
@@ -640,10 +949,12 @@ void xm_init(void)
 	memset(tgts, 0, sizeof(tgts));
 	memset(inis, 0, sizeof(inis));
 	memset(domains, 0, sizeof(domains));
-	live_rc = live_ini = live_srq = live_cq = live_xrcd = 0;
+	memset(ids, 0, sizeof(ids));
+	live_rc = live_ini = live_srq = live_cq = live_xrcd = live_ids = connects = 0;
 	nprocs = nctl = 0;
 	xm_rnr_limited = false;
 	xm_autopump = true;
+	xm_use_cm = false;
 }
 
 void xm_fini(void)
@@ -656,6 +967,7 @@ void xm_fini(void)
 	CU_ASSERT_EQUAL(live_srq, 0);
 	CU_ASSERT_EQUAL(live_cq, 0);
 	CU_ASSERT_EQUAL(live_xrcd, 0);
+	CU_ASSERT_EQUAL(live_ids, 0);
 	for (int i = 0; i < XM_MAX_OBJS; i++) {
 		CU_ASSERT_PTR_NULL(tgts[i]);
 		if (tgts[i]) {
@@ -697,13 +1009,20 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 	ia->xrc = true;
 	sin->sin_family = AF_INET;
 	sin->sin_addr.s_addr = htonl(0x0a000001u + (uint32_t)node);
+	/* the process is known before ofx_xrc_ia_open binds its listeners */
+	procs[nprocs] = p;
+	if (xm_use_cm)
+		ia->cm_channel = &((struct xm_chan *)calloc(1, sizeof(struct xm_chan)))->ch;
 	ret = ofx_xrc_ia_open(ia);
 	if (ret) {
+		procs[nprocs] = NULL;
+		free(ia->cm_channel);
 		pthread_mutex_destroy(&ia->obj_lock);
 		free(p);
 		return ret;
 	}
-	ofx_xrc_set_transport(ia, &xm_transport, NULL, (uint16_t)(XM_PORT_BASE + nprocs));
+	if (!xm_use_cm)
+		ofx_xrc_set_transport(ia, &xm_transport, NULL, (uint16_t)(XM_PORT_BASE + nprocs));
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 64, DAT_EVD_ASYNC_FLAG, &ia->async_evd) == 0);
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 1024, DAT_EVD_DTO_FLAG, &p->recv_evd) == 0);
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 1024, DAT_EVD_DTO_FLAG, &p->req_evd) == 0);
@@ -714,7 +1033,7 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 	p->pz.obj.ia = ia;
 	p->pz.pd = &p->pd;
 	atomic_init(&p->pz.refs, 0);
-	procs[nprocs++] = p;
+	nprocs++;
 	*proc_p = p;
 	return 0;
 }
@@ -763,6 +1082,13 @@ void xm_proc_close(struct xm_proc *p)
 	ofx_evd_destroy(ia->async_evd);
 	p->req_evd = NULL;
 	ofx_xrc_ia_close(ia);
+	if (ia->cm_channel) {
+		struct xm_chan *c = container_of(ia->cm_channel, struct xm_chan, ch);
+
+		while (c->n)
+			free(container_of(c->q[--c->n], struct xm_ev, ev));
+		free(c);
+	}
 	CU_ASSERT_TRUE(ofx_list_empty(&ia->objects));
 	pthread_mutex_destroy(&ia->obj_lock);
 	proc_forget(p);
@@ -869,6 +1195,11 @@ int xm_tgts_on_node(int node)
 	for (int i = 0; i < XM_MAX_OBJS; i++)
 		n += tgts[i] && tgts[i]->node == node;
 	return n;
+}
+
+int xm_cm_connects(void)
+{
+	return connects;
 }
 
 const uint8_t *xm_last_reject(int *len_p)

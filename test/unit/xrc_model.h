@@ -39,6 +39,14 @@ struct xm_proc {
 
 extern bool xm_rnr_limited;	/* RNR beyond the retry count breaks the INI QP */
 extern bool xm_autopump;	/* xm_connect delivers the control messages (default) */
+/*
+ * Processes opened while set get an rdma_cm event channel: xrc.c then uses
+ * its rdma_cm carrier (xrc_cm.c) over the model's ids (RDMA_PS_UDP/IB:
+ * SIDR answered in the REP, connections with REQ/REP/REJ/RTU/DREQ, the
+ * attributes of rdma_init_qp_attr()), and an INI QP refuses the attributes
+ * the kernel refuses for it.
+ */
+extern bool xm_use_cm;
 
 /* Installs the model; xm_fini checks that every object was released. */
 void xm_init(void);
@@ -63,6 +71,7 @@ void xm_pump(void);
 int xm_live_qps(int type);	/* IBV_QPT_XRC_SEND / XRC_RECV (TGT objects) / RC */
 int xm_live_srqs(void);
 int xm_tgts_on_node(int node);
+int xm_cm_connects(void);	/* rdma_connect calls (carrier) */
 const uint8_t *xm_last_reject(int *len_p);
 
 #endif
