@@ -201,20 +201,6 @@ void ofx_cno_destroy(struct ofx_cno *cno)
 	cno_release(cno);
 }
 
-/* poll() timeout in ms until `deadline` (UINT64_MAX: none): -1, 0 = expired, or rounded up. */
-static int cno_poll_ms(uint64_t deadline)
-{
-	uint64_t now, left;
-
-	if (deadline == UINT64_MAX)
-		return -1;
-	now = ofx_now_ns();
-	if (now >= deadline)
-		return 0;
-	left = (deadline - now + 999999) / 1000000;
-	return left > INT_MAX ? INT_MAX : (int)left;
-}
-
 DAT_RETURN ofx_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *evd_p)
 {
 	struct ofx_cno *cno = ofx_cno_from_handle(h);
@@ -238,7 +224,7 @@ DAT_RETURN ofx_cno_wait(DAT_CNO_HANDLE h, DAT_TIMEOUT timeout, DAT_EVD_HANDLE *e
 			status = DAT_SUCCESS;
 			break;
 		}
-		ms = cno_poll_ms(deadline);
+		ms = ofx_poll_timeout_ms(deadline);
 		if (!ms) {
 			*evd_p = DAT_HANDLE_NULL;
 			status = DAT_TIMEOUT_EXPIRED;	/* bare, like evd_wait */

@@ -715,12 +715,13 @@ DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	return ofx_ep_post_sq(ep, &p);
 }
 
-DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
-				 DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
-				 DAT_COMPLETION_FLAGS flags)
+/* RDMA read and write share their checks; only the read has a segment limit. */
+static DAT_RETURN ep_post_rdma(DAT_EP_HANDLE ep_handle, enum ofx_cookie_op op, DAT_COUNT n,
+			       DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+			       const DAT_RMR_TRIPLET *rmr, DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	struct ofx_sq_post p = { .op = OFX_OP_RDMA_READ, .n = n, .iov = iov, .cookie = cookie,
+	struct ofx_sq_post p = { .op = op, .n = n, .iov = iov, .cookie = cookie,
 				  .rmr = rmr, .flags = flags };
 
 	if (!ep)
@@ -729,26 +730,24 @@ DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_T
 		return OFX_INVALID_ARG(5);
 	if (flags & ~OFX_DTO_FLAGS_VALID)
 		return OFX_INVALID_ARG(6);
-	if (n > ep->attr.max_rdma_read_iov && ep->attr.max_rdma_read_iov > 0)
+	if (op == OFX_OP_RDMA_READ && n > ep->attr.max_rdma_read_iov &&
+	    ep->attr.max_rdma_read_iov > 0)
 		return OFX_INVALID_ARG(2);
 	return ofx_ep_post_sq(ep, &p);
+}
+
+DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+				 DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
+				 DAT_COMPLETION_FLAGS flags)
+{
+	return ep_post_rdma(ep_handle, OFX_OP_RDMA_READ, n, iov, cookie, rmr, flags);
 }
 
 DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
 				  DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr,
 				  DAT_COMPLETION_FLAGS flags)
 {
-	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	struct ofx_sq_post p = { .op = OFX_OP_RDMA_WRITE, .n = n, .iov = iov, .cookie = cookie,
-				  .rmr = rmr, .flags = flags };
-
-	if (!ep)
-		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (!rmr)
-		return OFX_INVALID_ARG(5);
-	if (flags & ~OFX_DTO_FLAGS_VALID)
-		return OFX_INVALID_ARG(6);
-	return ofx_ep_post_sq(ep, &p);
+	return ep_post_rdma(ep_handle, OFX_OP_RDMA_WRITE, n, iov, cookie, rmr, flags);
 }
 
 static struct ibv_sge *recv_slot_sges(struct ofx_ep *ep, const struct ofx_cookie *ck)

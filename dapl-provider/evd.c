@@ -595,20 +595,6 @@ static void evd_consume_wake(struct ofx_evd *evd)
 		ofx_warn("evd %p: eventfd read: %m", (void *)evd);
 }
 
-/* poll() timeout in ms for `deadline` (UINT64_MAX = none): -1, 0 = expired, or rounded up. */
-static int evd_poll_ms(uint64_t deadline)
-{
-	uint64_t now, left;
-
-	if (deadline == UINT64_MAX)
-		return -1;
-	now = ofx_now_ns();
-	if (now >= deadline)
-		return 0;
-	left = (deadline - now + 999999) / 1000000;
-	return left > INT_MAX ? INT_MAX : (int)left;
-}
-
 /*
  * Wait loop of evd_wait; runs with evd->waiter set and the lock dropped.
  * Returns with the lock held.
@@ -641,7 +627,7 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 				*nmore = evd->count;
 			return DAT_SUCCESS;
 		}
-		ms = evd_poll_ms(deadline);
+		ms = ofx_poll_timeout_ms(deadline);
 		if (!ms) {
 			if (nmore)
 				*nmore = evd->count;

@@ -59,6 +59,19 @@ uint64_t ofx_now_ns(void)
 	return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
 
+int ofx_poll_timeout_ms(uint64_t deadline)
+{
+	uint64_t now, left;
+
+	if (deadline == UINT64_MAX)
+		return -1;
+	now = ofx_now_ns();
+	if (now >= deadline)
+		return 0;
+	left = (deadline - now + 999999) / 1000000;
+	return left > INT_MAX ? INT_MAX : (int)left;
+}
+
 bool ofx_progress_in_thread(const struct ofx_progress *prog)
 {
 	return prog && ofx_progress_current == prog;

@@ -60,5 +60,8 @@ void ofx_progress_barrier(struct ofx_progress *prog);
 bool ofx_progress_in_thread(const struct ofx_progress *prog);
 
 uint64_t ofx_now_ns(void);
+/* poll() timeout in ms until the CLOCK_MONOTONIC `deadline` (UINT64_MAX = none):
+ * -1 for none, 0 once expired, else rounded up so a wait never ends early. */
+int ofx_poll_timeout_ms(uint64_t deadline);
 
 #endif

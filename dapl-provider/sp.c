@@ -231,14 +231,20 @@ DAT_RETURN ofx_psp_query(DAT_PSP_HANDLE psp, DAT_PSP_PARAM_MASK mask, DAT_PSP_PA
 	return DAT_SUCCESS;
 }
 
-DAT_RETURN ofx_psp_free(DAT_PSP_HANDLE psp)
+/* dat_psp_free and dat_rsp_free: pending CRs are rejected, a reserved EP released. */
+static DAT_RETURN sp_free_handle(DAT_HANDLE h, enum ofx_obj_type type)
 {
-	struct ofx_sp *sp = ofx_sp_lookup(psp, OFX_OBJ_PSP);
+	struct ofx_sp *sp = ofx_sp_lookup(h, type);
 
 	if (!sp)
-		return ofx_invalid_handle(OFX_OBJ_PSP);
+		return ofx_invalid_handle(type);
 	sp_teardown(sp);
 	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_psp_free(DAT_PSP_HANDLE psp)
+{
+	return sp_free_handle(psp, OFX_OBJ_PSP);
 }
 
 DAT_RETURN ofx_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EP_HANDLE ep_handle,
@@ -302,12 +308,7 @@ DAT_RETURN ofx_rsp_query(DAT_RSP_HANDLE rsp, DAT_RSP_PARAM_MASK mask, DAT_RSP_PA
 
 DAT_RETURN ofx_rsp_free(DAT_RSP_HANDLE rsp)
 {
-	struct ofx_sp *sp = ofx_sp_lookup(rsp, OFX_OBJ_RSP);
-
-	if (!sp)
-		return ofx_invalid_handle(OFX_OBJ_RSP);
-	sp_teardown(sp);
-	return DAT_SUCCESS;
+	return sp_free_handle(rsp, OFX_OBJ_RSP);
 }
 
 static void cr_fill_from_request(struct ofx_cr *cr, struct rdma_cm_event *ev)
