@@ -21,7 +21,9 @@ struct ofx_cookie;
  * going to the same remote node.  EPs made by dat_ep_create_with_srq and EPs
  * in dat_ep_common_connect stay RC.  The control messages below travel over
  * rdma_cm on a device (the carrier, section 11); unit tests install a model
- * carrier (struct ofx_xrc_transport).
+ * carrier (struct ofx_xrc_transport).  Memory window binds (rmr.c) post on
+ * the EP's RC QP, which an XRC connection leaves unconnected: they fail
+ * there.
  *
  * ==== Wire spec, protocol version 1 ====
  *
@@ -114,11 +116,11 @@ struct ofx_cookie;
  *    receiver checks aux against its own tag (REFUSED if it differs),
  *    creates a TGT QP (XRC_RECV) in its domain, moves it to RTR towards the
  *    INI QP and answers INI-ACK {tgt: T, verdict OK}.  The sender moves its
- *    INI QP to RTS towards T (section 11 says with which attributes).  This
- *    is the only
- *    QP pair XRC creates; every further EP between the two nodes (and
- *    domains) attaches with steps 1-4 only.  An INI QP whose request was
- *    refused or got no answer is DEAD: the EPs waiting for it fail.
+ *    INI QP to RTS towards T (section 11 says with which attributes).
+ *    This is the only QP pair XRC creates; every further EP between the
+ *    two nodes (and domains) attaches with steps 1-4 only.  An INI QP whose
+ *    request was refused or got no answer is DEAD: the EPs waiting for it
+ *    fail.
  *
  * 6. DISC.  Per-EP disconnect.  The side that stops sending (consumer
  *    disconnect, ep_free, the peer's DISC) first blocks new sends, then
@@ -128,10 +130,11 @@ struct ofx_cookie;
  *    polls the request EVD for the fence's completion (the consumer may
  *    not) and goes on without it after cm_timeout_ms.  The peer answers
  *    DISC-ACK at once, reports DISCONNECTED to its consumer if it was
- *    connected and then does the same in its direction.  A side reports
- *    DISCONNECTED and destroys its SRQ once it has sent its DISC and has
- *    the peer's (nothing can be in flight to it any more), or when its DISC
- *    went unanswered or UNKNOWN (the peer is presumed gone).  ep_free
+ *    connected and then does the same in its direction.  The side that
+ *    began reports DISCONNECTED, and each side destroys its SRQ, once it
+ *    has sent its DISC and has the peer's (nothing can be in flight to it
+ *    any more), or when its DISC went unanswered or UNKNOWN (the peer is
+ *    presumed gone).  ep_free
  *    waits for the fence and (with a progress thread) the peer's DISC at
  *    most cm_timeout_ms; an EP whose fence did not complete keeps its
  *    memory until ia_close.  dat_ep_reset waits for a fence in flight

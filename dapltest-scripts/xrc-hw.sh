@@ -21,9 +21,10 @@
 # ia_close; while `dapltest -t 4 -w 8` holds its 32 connections the script
 # samples `rdma resource show qp` on both nodes and prints one line per node:
 #   qp-count NODE xrc_ini=I xrc_tgt=T rc=R
-# With XRC working the 32 EPs need at most one INI QP per dapltest thread
-# and side (each thread has its own request EVD), one TGT QP per INI QP at
-# the peer, and no RC QP in RTS.  dtest and dtestcm send 48 bytes of
+# With XRC working the 32 EPs need one INI QP per request EVD and PZ pair
+# that talks to the other node (not one per EP), one TGT QP at the peer per
+# INI QP, and no RC QP in RTS; the same case with xrc=off shows rc=32 per
+# side for comparison.  dtest and dtestcm send 48 bytes of
 # connect data, more than the 44 that leave room for the XRC offer: they
 # check the RC path of an xrc=on IA, as dtestsrq does (SRQ EPs stay RC).
 # Exit status: number of failed cases.

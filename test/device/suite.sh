@@ -63,8 +63,10 @@ dtest_pair dtest.mix-ba mix-ba -b 65536 -B 200
 dapltest_block dapl.mix-ab mix-ab "-T T -i 1000 -t 1 -w 1 client SR 256 server RW 4096 server SR 256"
 dapltest_block dapl.mix-ba mix-ba "-T T -i 1000 -t 1 -w 1 client SR 256 server RR 4096 server SR 256"
 
-# 3. p2p RTR mode on both sides.
+# 3. p2p RTR mode on both sides, with each RTR operation.
 dtest_pair dtest.p2p ofx-rxe-p2p -b 65536 -B 200
+dtest_pair dtest.p2p.write ofx-rxe-p2pw -b 4096 -B 50
+dtest_pair dtest.p2p.read ofx-rxe-p2pr -b 4096 -B 50
 dapltest_block dapl.p2p ofx-rxe-p2p \
 	"-T T -i 1000 -t 1 -w 1 client SR 256 server SR 256" \
 	"-T P -i 1000 -m p RW 4096 2"
