@@ -168,7 +168,11 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 	if (ok && (c.flags & OFX_COOKIE_F_SUPPRESS))
 		return false;
 
-	memset(ev, 0, sizeof(*ev));
+	/*
+	 * Every field of a plain DTO event is set below; only the extension
+	 * area is cleared, so a recycled ring slot never shows stale data.
+	 */
+	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
 	ev->event_number = DAT_DTO_COMPLETION_EVENT;
 	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
 	dto->user_cookie = c.user;

@@ -714,26 +714,40 @@ out_unlock:
 DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 {
 	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	struct ibv_wc wc[OFX_EVD_POLL_MAX];
+	struct evd_notify notify[OFX_EVD_POLL_MAX];
 	DAT_RETURN status = DAT_SUCCESS;
-	int ret;
+	int ret = 0, nnotify = 0;
+	bool more;
 
 	if (!evd)
 		return ofx_invalid_handle(OFX_OBJ_EVD);
 	if (!event)
 		return OFX_INVALID_ARG(2);
-	if (evd->cq) {
-		ret = ofx_evd_drain_cq(evd);
-		if (ret < 0)
-			return ofx_dat_status(ret, OFX_OBJ_EVD);
-	}
+	/*
+	 * One lock round trip: the CQ is polled (under the lock) only when
+	 * the ring is empty, since queued events are older than any CQE.
+	 */
 	pthread_mutex_lock(&evd->lock);
+	if (!evd->count && evd->cq && !evd->catastrophic) {
+		ret = evd_drain_locked(evd, wc, notify, &nnotify, &more);
+		if (nnotify)
+			atomic_fetch_add(&evd->notify_inflight, 1);
+	}
 	if (evd->catastrophic)
 		status = evd_err_state(DAT_NO_SUBTYPE);
+	else if (ret < 0)
+		status = ofx_dat_status(ret, OFX_OBJ_EVD);
 	else if (!evd->count)
 		status = DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
 	else
 		evd_pop_locked(evd, event);
 	pthread_mutex_unlock(&evd->lock);
+	if (nnotify) {
+		for (int i = 0; i < nnotify; i++)
+			ofx_ep_dto_notify(notify[i].ep, notify[i].wc);
+		atomic_fetch_sub(&evd->notify_inflight, 1);
+	}
 	return status;
 }
 

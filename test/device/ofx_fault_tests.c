@@ -20,10 +20,18 @@
  *                   ep_free and ia_close that return; then prints "client
  *                   waiting for restart" and connects a new IA/EP to the
  *                   restarted server and exchanges data.
+ *   peer_vanished   the same, but the script makes the link drop every
+ *                   packet (netem loss 100% on both veths) instead of
+ *                   killing the peer: the writes exhaust their transport
+ *                   retries, BROKEN follows, and teardown does not wait for
+ *                   the unreachable peer.
  *   no_listener     connect to SERVER_IP on a qualifier nobody listens on:
  *                   NON_PEER_REJECTED.
  *   unreachable     connect to 192.0.2.99 (no such host) with a 3 s
  *                   timeout: TIMED_OUT, at about 3 s.
+ *   unreachable_resolve  the same with a 10 s timeout, run with
+ *                   DAPL_OFX_CM_RETRIES=0 DAPL_OFX_CM_TIMEOUT_MS=1000:
+ *                   address resolution fails first: UNREACHABLE.
  *   rnr             send to a peer that posts its receive 2 s later
  *                   (rnr_retry 7 = infinite): the send completes, no loss.
  *   evd_overflow    16 signalled RDMA writes reported on a request EVD of
@@ -43,6 +51,38 @@
  *   quit            tells the server to exit.
  *
  * IA name: $OFX_FAULT_IA (default ofx-rxe).
+ *
+ * What libdaplofx does, as measured on rxe (Linux 6.1, soft-RoCE VM):
+ *  - peer process killed: its kernel rdma_cm id is destroyed and sends a
+ *    DREQ, so the survivor sees DISCONNECTED (not BROKEN) about 0.3-0.5 s
+ *    after the kill; the RDMA writes in flight come back once each (the
+ *    last window FLUSHED), every posted receive comes back once as FLUSHED.
+ *  - peer host silent (no DREQ can arrive): the oldest RDMA write fails
+ *    after rdma_cm's transport retries (local ACK timeout 18 on RoCE, about
+ *    1 s, times 1 + retry_count 7) with DAT_DTO_ERR_TRANSPORT and the EP gets
+ *    BROKEN; the rest is FLUSHED.  ep_free and ia_close do not wait for the
+ *    peer.
+ *  - no listener at the address: the peer's CM answers with REJ reason 8
+ *    (invalid service ID): NON_PEER_REJECTED, at once.  A consumer reject
+ *    is PEER_REJECTED.
+ *  - no such host: ARP never resolves, rdma_resolve_addr would time out
+ *    after cm_timeout_ms (4 s) and retry; the consumer's connect timeout
+ *    (3 s here) fires first: TIMED_OUT.  When resolution gives up first
+ *    (cm_retries 0, cm_timeout_ms 1000, connect timeout 10 s) the result is
+ *    UNREACHABLE.
+ *  - RNR: QPs use rnr_retry 7 (infinite), so a send waits for the peer's
+ *    receive; nothing is lost and no error is reported.
+ *  - EVD smaller than the work in flight: the CQ grows with the EPs'
+ *    reservations (ofx_evd_reserve_cqes); evd_qlen stays what was asked
+ *    (rounded up to the first CQ depth) and a dequeue takes what the ring
+ *    holds, the rest waits in the CQ: no completion is lost.
+ *  - remote access violations (no REMOTE_WRITE/READ privilege, wrong rkey):
+ *    the DTO completes with DAT_DTO_ERR_REMOTE_ACCESS, the EP gets BROKEN
+ *    and is DISCONNECTED; new posts are refused with INVALID_STATE.
+ *  - EP exhaustion: ep_create returns DAT_INSUFFICIENT_RESOURCES
+ *    (DAT_RESOURCE_TEP); existing EPs keep working.
+ *  - dat_ep_reset discards receives the EP held without completions (the
+ *    QP goes back to RESET): post them again before the next connect.
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -577,13 +617,17 @@ static const char *server_ip;
 #define KILL_MAX_WRITES 100000
 static unsigned char *write_seen;
 
-static int case_peer_killed(void)
+/*
+ * peer_killed (restart: reconnect afterwards) and peer_vanished (the script
+ * drops all traffic between the hosts instead of killing the peer).
+ */
+static int peer_lost(bool restart)
 {
 	struct peer_rmr peer[PEER_COUNT];
 	int recv_seen[NRECV] = { 0 };
 	uint64_t writes_posted = 0, writes_ok = 0, writes_err = 0, writes_flushed = 0;
 	uint64_t inflight = 0;
-	double t_kill_seen = 0, t_conn, t0;
+	double t_kill_seen = 0, t_conn, t0, t_last_ok = 0;
 	DAT_EVENT_NUMBER conn_ev = 0;
 	DAT_EP_HANDLE ep;
 	struct ctx c;
@@ -668,8 +712,10 @@ static int case_peer_killed(void)
 			if (write_seen[w]++)
 				fail("rdma write %llu reported twice", (unsigned long long)w);
 			inflight--;
-			if (d->status == DAT_DTO_SUCCESS)
+			if (d->status == DAT_DTO_SUCCESS) {
 				writes_ok++;
+				t_last_ok = now_s();
+			}
 			else if (d->status == DAT_DTO_ERR_FLUSHED)
 				writes_flushed++;
 			else
@@ -679,6 +725,12 @@ static int case_peer_killed(void)
 		fail("unexpected cookie %llu", (unsigned long long)d->user_cookie.as_64);
 	}
 	t_conn = t_kill_seen - t0;
+	/* the last good completion bounds the moment the peer went away */
+	printf("client: %s %.2f s after the last successful rdma write\n", ev_name(conn_ev),
+	       t_kill_seen - t_last_ok);
+	if (t_last_ok && t_kill_seen - t_last_ok > BROKEN_BOUND_S)
+		fail("%s only %.1f s after the peer went away (bound %.0f s)", ev_name(conn_ev),
+		     t_kill_seen - t_last_ok, BROKEN_BOUND_S);
 	if (!conn_ev) {
 		fail("no connection event");
 		return -1;
@@ -705,6 +757,9 @@ static int case_peer_killed(void)
 		return -1;
 	alarm(0);
 	printf("client: ep_free + ia_close took %.2f s\n", now_s() - t0);
+	free(write_seen);
+	if (!restart)
+		return 0;
 
 	/* a new IA and EP from this process reach the restarted peer */
 	printf("client waiting for restart\n");
@@ -720,8 +775,17 @@ static int case_peer_killed(void)
 	if (ctx_close(&c))
 		return -1;
 	printf("client: reconnected to the restarted peer, data flows\n");
-	free(write_seen);
 	return 0;
+}
+
+static int case_peer_killed(void)
+{
+	return peer_lost(true);
+}
+
+static int case_peer_vanished(void)
+{
+	return peer_lost(false);
 }
 
 /* Connects with `timeout_us` and returns the resulting event and its delay. */
@@ -787,6 +851,27 @@ static int case_unreachable(void)
 	}
 	if (secs < 2.5 || secs > 6) {
 		fail("TIMED_OUT after %.2f s, expected about 3 s", secs);
+		return -1;
+	}
+	return 0;
+}
+
+/* Run with DAPL_OFX_CM_RETRIES=0 DAPL_OFX_CM_TIMEOUT_MS=1000: resolution fails first. */
+static int case_unreachable_resolve(void)
+{
+	DAT_EVENT_NUMBER num;
+	double secs;
+
+	if (connect_expect_failure(UNREACHABLE_IP, QUAL_SERVER, 10 * SEC_US, REQ_ECHO, &num, &secs))
+		return -1;
+	printf("client: unreachable host, short address resolution: %s after %.2f s\n",
+	       ev_name(num), secs);
+	if (num != DAT_CONNECTION_EVENT_UNREACHABLE) {
+		fail("got %s, expected UNREACHABLE", ev_name(num));
+		return -1;
+	}
+	if (secs > 8) {
+		fail("UNREACHABLE after %.2f s: address resolution was retried", secs);
 		return -1;
 	}
 	return 0;
@@ -1098,8 +1183,10 @@ static const struct {
 	int (*fn)(void);
 } cases[] = {
 	{ "peer_killed", case_peer_killed },
+	{ "peer_vanished", case_peer_vanished },
 	{ "no_listener", case_no_listener },
 	{ "unreachable", case_unreachable },
+	{ "unreachable_resolve", case_unreachable_resolve },
 	{ "rnr", case_rnr },
 	{ "evd_overflow", case_evd_overflow },
 	{ "access_write_ro", NULL },

@@ -151,6 +151,86 @@ if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_rmr_test" ]; then
 		'ALL TESTS PASSED' 'FAIL'
 fi
 
+# 9. fault paths (test/device/ofx_fault_tests.c; behaviours in its header):
+# a peer SIGKILLed with receives and RDMA writes in flight, then restarted;
+# connects that cannot succeed; RNR; an EVD smaller than the work in flight;
+# access violations; ia_close(ABRUPT) with live objects; EP exhaustion in an
+# rdma cgroup (hca_object limit); and one valgrind memcheck run.
+FT=$OFX_TOP_BUILDDIR/test/device/ofx_fault_tests
+fault_tests() {
+	local vpid restarted=0 cg=/sys/fs/cgroup
+	vm_bg fault.srv 600 ona "$FT" server
+	if ! vm_wait_log fault.srv 'server ready' 60; then
+		vm_join fault.srv 5
+		return
+	fi
+	# the victim is started by hand: its SIGKILL status is expected
+	ona "$FT" server 52100 >"$VM_LOGS/fault.victim.log" 2>&1 &
+	vpid=$!
+	vm_bg fault.killed 300 onb "$FT" client "$A" peer_killed
+	vm_wait_log fault.killed 'client loaded' 90 && vm_say "fault: SIGKILL to the peer (pid $vpid)"
+	kill -KILL "$vpid"
+	wait "$vpid"
+	if vm_wait_log fault.killed 'client waiting for restart' 90; then
+		vm_bg fault.restarted 200 ona "$FT" server 52100
+		restarted=1
+	fi
+	vm_join fault.killed 200
+	vm_expect fault.killed 'ok peer_killed' 'FAIL'
+	[ "$restarted" = 0 ] || vm_stop fault.restarted
+
+	# the peer stays up but its host goes silent: netem drops every packet
+	# on both veths until the client has seen BROKEN and torn down
+	vm_bg fault.silent.srv 200 ona "$FT" server 52100
+	if vm_wait_log fault.silent.srv 'server ready' 60; then
+		vm_bg fault.vanished 200 onb "$FT" client "$A" peer_vanished
+		if vm_wait_log fault.vanished 'client loaded' 90; then
+			vm_say "fault: dropping all traffic on va and vb"
+			tc qdisc add dev "${OFXVM_A_NETDEV:-va}" root netem loss 100%
+			tc qdisc add dev "${OFXVM_B_NETDEV:-vb}" root netem loss 100%
+		fi
+		vm_join fault.vanished 150
+		tc qdisc del dev "${OFXVM_A_NETDEV:-va}" root 2>/dev/null
+		tc qdisc del dev "${OFXVM_B_NETDEV:-vb}" root 2>/dev/null
+		vm_expect fault.vanished 'ok peer_vanished' 'FAIL'
+	fi
+	vm_stop fault.silent.srv
+
+	vm_run fault.cases 300 onb "$FT" client "$A" no_listener unreachable rnr evd_overflow \
+		access_write_ro access_bad_rkey access_read_wo abrupt_close
+	vm_expect fault.cases 'ALL FAULT TESTS PASSED' 'FAIL'
+	vm_run fault.resolve 60 onb env DAPL_OFX_CM_RETRIES=0 DAPL_OFX_CM_TIMEOUT_MS=1000 \
+		"$FT" client "$A" unreachable_resolve
+	vm_expect fault.resolve 'ok unreachable_resolve' 'FAIL'
+
+	# EP exhaustion: B's process may hold 60 rdma objects (QPs, CQs, MRs, PDs)
+	[ -e "$cg/cgroup.controllers" ] || mount -t cgroup2 none "$cg"
+	if grep -qw rdma "$cg/cgroup.controllers" 2>/dev/null &&
+		echo +rdma >"$cg/cgroup.subtree_control" && mkdir -p "$cg/ofx-eplimit" &&
+		echo "${OFXVM_B_IBDEV:-rxeb} hca_object=60" >"$cg/ofx-eplimit/rdma.max"; then
+		vm_run fault.ep_limit 120 bash -c \
+			"echo \$\$ >$cg/ofx-eplimit/cgroup.procs && exec onb $FT client $A ep_limit"
+		vm_expect fault.ep_limit 'ok ep_limit' 'FAIL'
+	else
+		vm_say "fault: no rdma cgroup controller here: ep_limit skipped"
+	fi
+
+	# memcheck: librdmacm is preloaded so that its process-wide state is not
+	# orphaned when libdat2 dlcloses libdaplofx at the last ia_close (that
+	# would show up as definite leaks of librdmacm); --keep-debuginfo names
+	# the frames of the unloaded provider.
+	vm_run fault.memcheck 600 onb env LD_PRELOAD=librdmacm.so.1 valgrind -q --leak-check=full \
+		--errors-for-leak-kinds=definite --error-exitcode=9 --keep-debuginfo=yes \
+		--suppressions="$OFX_TOP_SRCDIR/test/device/valgrind.supp" \
+		"$FT" client "$A" no_listener access_write_ro abrupt_close
+	vm_expect fault.memcheck 'ALL FAULT TESTS PASSED' 'FAIL|definitely lost|Invalid (read|write)'
+
+	vm_run fault.quit 60 onb "$FT" client "$A" quit
+	vm_join fault.srv 30
+	vm_expect fault.srv 'server done: 0 failures' 'FAIL'
+}
+[ ! -x "$FT" ] || fault_tests
+
 if [ "$SUITE" = full ]; then
 	dtest_pair dtest.ofx.default ofx-rxe
 	dapltest_block dapl.full ofx-rxe \

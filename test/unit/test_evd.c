@@ -196,6 +196,15 @@ static int fake_cq_pending(struct ofx_evd *evd)
 	return n;
 }
 
+/* The model CQ can grow up to its array; beyond that it fails like a device. */
+static int fake_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	if (cqe > FAKE_CQ_MAX)
+		return ENOMEM;
+	cq->cqe = cqe;
+	return 0;
+}
+
 static void setup(void)
 {
 	static bool ia_ready;
@@ -209,6 +218,7 @@ static void setup(void)
 	fake_ops.req_notify_cq = fake_req_notify_cq;
 	fake_ops.get_cq_event = fake_get_cq_event;
 	fake_ops.ack_cq_events = fake_ack_cq_events;
+	fake_ops.resize_cq = fake_resize_cq;
 	ofx_verbs_set(&fake_ops);
 	fake_unbalanced = 0;
 	atomic_store(&fake_write_failures, 0);
@@ -921,6 +931,38 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 	teardown();
 }
 
+/*
+ * An EVD of qlen 4 shared by EPs that can have more work requests
+ * outstanding: the CQ grows so the device never drops a completion
+ * (ofx_fault_tests evd_overflow lost 9 of 16 on rxe before), the ring keeps
+ * its length, and a CQ that cannot grow keeps its depth.
+ */
+static void test_cq_grows_for_reserved_work_requests(void)
+{
+	struct ofx_evd *evd;
+	int depth, ring, grown;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	depth = evd->cq_depth;
+	ring = evd->qlen;
+	ofx_evd_reserve_cqes(evd, depth);
+	CU_ASSERT_EQUAL(evd->cq->cqe, depth);	/* fits: untouched */
+	ofx_evd_reserve_cqes(evd, 17);
+	CU_ASSERT(evd->cq_depth >= depth + 17);
+	CU_ASSERT_EQUAL(evd->cq_depth, evd->cq->cqe);
+	CU_ASSERT_EQUAL(evd->qlen, ring);
+	grown = evd->cq_depth;
+	ofx_evd_unreserve_cqes(evd, depth + 17);
+	CU_ASSERT_EQUAL(evd->cq_reserved, 0);
+	CU_ASSERT_EQUAL(evd->cq_depth, grown);	/* never shrinks */
+	ofx_evd_reserve_cqes(evd, FAKE_CQ_MAX + 1);
+	CU_ASSERT_EQUAL(evd->cq_depth, grown);
+	ofx_evd_unreserve_cqes(evd, FAKE_CQ_MAX + 1);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
 static void test_suppressed_completion_queues_nothing(void)
 {
 	struct ofx_ep *ep;
@@ -1019,6 +1061,8 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "drain batches and leaves overflow in the cq",
 	  test_drain_batches_and_leaves_overflow_in_cq },
 	{ "suppressed completion queues nothing", test_suppressed_completion_queues_nothing },
+	{ "cq grows for the work requests its eps can have outstanding",
+	  test_cq_grows_for_reserved_work_requests },
 	{ "concurrent post, wait and dequeue lose nothing",
 	  test_concurrent_post_wait_and_dequeue_lose_nothing },
 	CU_TEST_INFO_NULL,
