@@ -31,6 +31,14 @@
 /* RTR completion polling interval while a passive p2p EP waits for it. */
 #define OFX_RTR_POLL_US 1000
 
+/*
+ * Transport retries (IB retry_cnt).  Not 7, what stock sends: soft-RoCE
+ * (rxe) treats 7 as "retry forever", so a peer whose host went silent would
+ * never fail the QP and the EP would never see BROKEN (ofx_fault_tests
+ * peer_vanished).  6 keeps real HCAs within one retry of stock.
+ */
+#define OFX_RETRY_COUNT 6
+
 static bool ia_pads_pdata(const struct ofx_ia *ia)
 {
 	return ia->transport != OFX_TRANSPORT_IWARP;
@@ -70,6 +78,9 @@ int ofx_cm_qp_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state
 		ofx_err("rdma_init_qp_attr qp 0x%x state %d: %m", qp->qp_num, state);
 		return ret ? ret : -EINVAL;
 	}
+	/* a passive QP takes the initiator's count: a stock peer asks for 7 */
+	if ((mask & IBV_QP_RETRY_CNT) && attr.retry_cnt > OFX_RETRY_COUNT)
+		attr.retry_cnt = OFX_RETRY_COUNT;
 	ret = ofx_verbs->modify_qp(qp, &attr, mask);
 	if (ret) {
 		ofx_err("modify qp 0x%x to state %d (mask 0x%x): %s", qp->qp_num, state, mask,
@@ -257,8 +268,8 @@ static int route_resolved(struct ofx_ep *ep)
 		.responder_resources = (uint8_t)ep->attr.max_rdma_read_in,
 		.initiator_depth = (uint8_t)ep->attr.max_rdma_read_out,
 		.flow_control = 1,
-		.retry_count = 7,
-		.rnr_retry_count = 7,
+		.retry_count = OFX_RETRY_COUNT,
+		.rnr_retry_count = 7,	/* infinite: a sender waits for the peer's receive */
 		.qp_num = ep->qp->qp_num,
 	};
 	int ret;
@@ -526,8 +537,8 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int p
 					     cr->req_param.responder_resources :
 					     ep->attr.max_rdma_read_out),
 		.flow_control = 1,
-		.retry_count = 7,
-		.rnr_retry_count = 7,
+		.retry_count = OFX_RETRY_COUNT,
+		.rnr_retry_count = 7,	/* infinite: a sender waits for the peer's receive */
 		.qp_num = ep->qp->qp_num,
 	};
 	bool drive_qp = ia->transport != OFX_TRANSPORT_IWARP;
@@ -832,10 +843,16 @@ static void dispatch(struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 		return;
 	}
 	obj = ev->id->context;
-	if (obj && is_sp_type(obj->type)) {
+	while (obj && is_sp_type(obj->type)) {
+		struct ofx_obj *now;
+
 		if (ofx_sp_cr_event(container_of(obj, struct ofx_sp, obj), ev))
 			return;
-		obj = ev->id->context; /* accepted meanwhile: now the EP's */
+		/* accepted meanwhile (now the EP's) or handed off to another PSP */
+		now = ev->id->context;
+		if (now == obj)
+			break;
+		obj = now;
 	}
 	if (obj && obj->type == OFX_OBJ_EP) {
 		ep_event(container_of(obj, struct ofx_ep, obj), ev, destroy_p);

@@ -3,6 +3,7 @@
 #include "cr.h"
 #include "cm.h"
 #include "ep.h"
+#include "evd.h"
 #include "ia.h"
 #include "log.h"
 #include "sp.h"
@@ -160,6 +161,115 @@ DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_len, const DAT
 	cr_release_ep(cr);
 	cr_free(cr);
 	return ofx_dat_status(ret, OFX_OBJ_CR);
+}
+
+/* The listening PSP of `ia` other than `self` with qualifier `qual`, or NULL. */
+static struct ofx_sp *cr_find_psp(struct ofx_ia *ia, DAT_CONN_QUAL qual,
+				  const struct ofx_sp *self)
+{
+	struct ofx_list *pos, *tmp;
+	struct ofx_sp *found = NULL;
+
+	pthread_mutex_lock(&ia->obj_lock);
+	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
+		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
+		struct ofx_sp *sp;
+
+		if (obj->type != OFX_OBJ_PSP)
+			continue;
+		sp = container_of(obj, struct ofx_sp, obj);
+		if (sp != self && sp->conn_qual == qual) {
+			found = sp;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ia->obj_lock);
+	return found;
+}
+
+/* Both SPs' locks, lower address first (two handoffs in opposite directions). */
+static void cr_lock_pair(struct ofx_sp *a, struct ofx_sp *b)
+{
+	if (a > b) {
+		struct ofx_sp *t = a;
+
+		a = b;
+		b = t;
+	}
+	pthread_mutex_lock(&a->lock);
+	pthread_mutex_lock(&b->lock);
+}
+
+/*
+ * DAT 2.0 dat_cr_handoff.  The request moves to the other PSP of this IA
+ * listening on `qual`: a new CR object takes over the cm_id (whose context
+ * becomes that PSP, see sp.h) and is announced on its CR EVD; the old
+ * handle is freed.  Done under both SPs' locks so that the progress thread,
+ * which finds a CR through its id's context under sp->lock, sees it on
+ * exactly one SP.  A CR bound to an EP (RSP) cannot move.
+ */
+DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
+{
+	struct ofx_cr *cr = ofx_cr_from_handle(cr_handle);
+	struct ofx_sp *from, *to;
+	struct ofx_ia *ia;
+	struct ofx_cr *moved;
+	int ret = 0;
+
+	if (!cr)
+		return ofx_invalid_handle(OFX_OBJ_CR);
+	if (cr->ep)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	from = cr->sp;
+	ia = cr->obj.ia;
+	to = cr_find_psp(ia, qual, from);
+	if (!to) {
+		ofx_dbg("cr %p: no other psp on qual %llu for the handoff", (void *)cr,
+			(unsigned long long)qual);
+		return OFX_INVALID_ARG(2);
+	}
+	moved = calloc(1, sizeof(*moved));
+	if (!moved)
+		return ofx_dat_status(-ENOMEM, OFX_OBJ_CR);
+	/* ia->obj_lock comes before any object lock: link it in first */
+	ofx_obj_init(&moved->obj, OFX_OBJ_CR, ia);
+	ofx_list_init(&moved->sp_link);
+
+	cr_lock_pair(from, to);
+	if (!to->listening || ofx_list_empty(&cr->sp_link)) {
+		/* the target is being freed, or the source tore this CR down */
+		ret = -EINVAL;
+		goto err_unlock;
+	}
+	memcpy((char *)moved + sizeof(moved->obj), (char *)cr + sizeof(cr->obj),
+	       sizeof(*cr) - sizeof(cr->obj));
+	moved->sp = to;
+	ofx_list_init(&moved->sp_link);
+	ofx_list_add_tail(&to->crs, &moved->sp_link);
+	if (ofx_evd_post_cr(to->evd, (DAT_SP_HANDLE){ .psp_handle = to },
+			    (DAT_IA_ADDRESS_PTR)&ia->addr, to->conn_qual, moved)) {
+		ofx_list_del(&moved->sp_link);
+		ret = -ENOSPC;
+		goto err_unlock;
+	}
+	ofx_list_del(&cr->sp_link);
+	if (moved->cm_id)
+		moved->cm_id->context = &to->obj;
+	cr->cm_id = NULL;
+	pthread_mutex_unlock(&to->lock);
+	pthread_mutex_unlock(&from->lock);
+	ofx_dbg("cr %p handed off from qual %llu to qual %llu as cr %p", (void *)cr,
+		(unsigned long long)from->conn_qual, (unsigned long long)qual, (void *)moved);
+	cr_free(cr);
+	return DAT_SUCCESS;
+
+err_unlock:
+	pthread_mutex_unlock(&to->lock);
+	pthread_mutex_unlock(&from->lock);
+	cr_free(moved);
+	if (ret == -ENOSPC)
+		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
+	return OFX_INVALID_ARG(2);
 }
 
 void ofx_cr_destroy(struct ofx_cr *cr)

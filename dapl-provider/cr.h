@@ -34,6 +34,13 @@ DAT_RETURN ofx_cr_query(DAT_CR_HANDLE cr, DAT_CR_PARAM_MASK mask, DAT_CR_PARAM *
 DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr, DAT_EP_HANDLE ep, DAT_COUNT pdata_len,
 			 const DAT_PVOID pdata);
 DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr, DAT_COUNT pdata_len, const DAT_PVOID pdata);
+/*
+ * Moves a pending request to the other PSP of the IA listening on `qual`,
+ * which gets a new DAT_CONNECTION_REQUEST_EVENT with a new CR handle; `cr`
+ * is freed.  No such PSP: INVALID_PARAMETER/ARG2.  Takes both SPs' locks in
+ * address order.
+ */
+DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr, DAT_CONN_QUAL qual);
 
 /* ia_close / sp_free cleanup: rejects and frees. */
 void ofx_cr_destroy(struct ofx_cr *cr);

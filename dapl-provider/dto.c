@@ -3,6 +3,7 @@
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_DTO
 #include "ep.h"
+#include "ia.h"
 #include "log.h"
 #include "rmr.h"
 #include "srq.h"
@@ -94,6 +95,14 @@ static bool dto_op_is_rtr(uint8_t op)
 {
 	return op == OFX_OP_RTR_SEND || op == OFX_OP_RTR_RECV ||
 	       op == OFX_OP_RTR_WRITE || op == OFX_OP_RTR_READ;
+}
+
+/* Whether a successful receive came from a send with invalidate (see ia.h). */
+static bool dto_recv_invalidated(const struct ofx_ep *ep, const struct ibv_wc *wc)
+{
+	if (wc->wc_flags & IBV_WC_WITH_INV)
+		return true;
+	return ep->obj.ia && ep->obj.ia->wc_inv_kernel_bit && (wc->wc_flags & IBV_WC_IP_CSUM_OK);
 }
 
 /* Fills the IB extension part of a DAT_IB_DTO_EVENT. */
@@ -203,6 +212,9 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 		else if (ok && (wc->wc_flags & IBV_WC_WITH_IMM))
 			dto_ext_fill(ev, DAT_IB_RECV_IMMED_DATA, DAT_IB_DTO_RECV_MSG_IMMED, wc,
 				     true);
+		/* a send with invalidate: the RMR of ours the device just invalidated */
+		else if (ok && dto_recv_invalidated(ep, wc))
+			dto->rmr_context = wc->invalidated_rkey;
 		break;
 	case OFX_OP_WRITE_IMM:
 		dto->transfered_length = c.len;

@@ -358,6 +358,8 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	ep->conn_evd = conn_evd;
 	ep->state = OFX_EP_UNCONNECTED;
 	ofx_list_init(&ep->csp_link);
+	ep->soft_hw = DAT_VALUE_UNKNOWN;
+	ep->hard_hw = DAT_VALUE_UNKNOWN;
 	pthread_mutex_init(&ep->lock, NULL);
 
 	ret = ep_init_rings(ep);
@@ -649,6 +651,10 @@ DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	wr.sg_list = (struct ibv_sge *)p->iov;
 	wr.num_sge = p->n;
 	wr.opcode = sq_opcode(p->op);
+	if (p->invalidate) {
+		wr.opcode = IBV_WR_SEND_WITH_INV;
+		wr.invalidate_rkey = p->invalidate_rkey;
+	}
 	if (p->op == OFX_OP_CMP_SWAP || p->op == OFX_OP_FETCH_ADD) {
 		wr.wr.atomic.remote_addr = p->rmr->virtual_address;
 		wr.wr.atomic.rkey = p->rmr->rmr_context;
@@ -748,6 +754,61 @@ DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
 				  DAT_COMPLETION_FLAGS flags)
 {
 	return ep_post_rdma(ep_handle, OFX_OP_RDMA_WRITE, n, iov, cookie, rmr, flags);
+}
+
+DAT_RETURN ofx_ep_post_send_with_invalidate(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
+					    DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
+					    DAT_COMPLETION_FLAGS flags, DAT_BOOLEAN invalidate,
+					    DAT_RMR_CONTEXT rmr_context)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_sq_post p = { .op = OFX_OP_SEND, .n = n, .iov = iov, .cookie = cookie,
+				  .flags = flags, .invalidate = invalidate == DAT_TRUE,
+				  .invalidate_rkey = rmr_context };
+	struct ofx_ia *ia;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (flags & ~OFX_DTO_FLAGS_VALID)
+		return OFX_INVALID_ARG(5);
+	if (invalidate != DAT_TRUE && invalidate != DAT_FALSE)
+		return OFX_INVALID_ARG(6);
+	ia = ep->obj.ia;
+	/* the receiver's device does the invalidation; ours must be able to ask */
+	if (p.invalidate && !(ia->dev_attr.device_cap_flags & IBV_DEVICE_MEM_MGT_EXTENSIONS)) {
+		ofx_warn_once("device without memory management extensions (cap flags 0x%x): "
+			      "no send with invalidate", ia->dev_attr.device_cap_flags);
+		return DAT_MODEL_NOT_SUPPORTED;
+	}
+	return ofx_ep_post_sq(ep, &p);
+}
+
+/*
+ * An RDMA read whose sink is an RMR.  DAT 2.0 has it for iWARP, where the
+ * local sink of an RDMA read is named by an STag the peer writes into (and
+ * the read can invalidate it).  IB and RoCE verbs name the local side of
+ * every work request with lkeys of memory regions: a memory window's rkey
+ * cannot be the target of a local scatter list, and verbs has no
+ * read-with-invalidate.  So this cannot be done correctly on this provider's
+ * transports; the arguments are still checked.
+ */
+DAT_RETURN ofx_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle, const DAT_RMR_TRIPLET *local,
+					DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *remote,
+					DAT_COMPLETION_FLAGS flags)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (!local)
+		return OFX_INVALID_ARG(2);
+	if (!remote)
+		return OFX_INVALID_ARG(4);
+	if (flags & ~OFX_DTO_FLAGS_VALID)
+		return OFX_INVALID_ARG(5);
+	ofx_warn_once("dat_ep_post_rdma_read_to_rmr: verbs cannot use a memory window as the "
+		      "local sink of an rdma read (iWARP read-with-invalidate semantics)");
+	return DAT_MODEL_NOT_SUPPORTED;
 }
 
 static struct ibv_sge *recv_slot_sges(struct ofx_ep *ep, const struct ofx_cookie *ck)
@@ -885,6 +946,58 @@ DAT_RETURN ofx_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state, DAT_B
 		*in_idle = ofx_cookie_ring_outstanding(&ep->recv_ring) ? DAT_FALSE : DAT_TRUE;
 	if (out_idle)
 		*out_idle = ofx_cookie_ring_outstanding(&ep->send_ring) ? DAT_FALSE : DAT_TRUE;
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs_p, DAT_COUNT *span_p)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct ofx_cookie_ring *ring;
+	uint64_t tail, head, span = 0;
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (ep->srq) {
+		/* which SRQ receives a QP holds is known only to the device (ep.h) */
+		if (nbufs_p)
+			*nbufs_p = DAT_VALUE_UNKNOWN;
+		if (span_p)
+			*span_p = DAT_VALUE_UNKNOWN;
+		return DAT_SUCCESS;
+	}
+	/*
+	 * Posted and not yet polled.  Pollers only move tail; a slot below
+	 * head is rewritten only by the next post, which is this thread's.
+	 */
+	ring = &ep->recv_ring;
+	tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	head = atomic_load_explicit(&ring->head, memory_order_acquire);
+	for (uint64_t seq = tail; seq < head; seq++)
+		span += ring->slots[seq % ring->size].len;
+	if (nbufs_p)
+		*nbufs_p = head > tail ? (DAT_COUNT)(head - tail) : 0;
+	if (span_p)
+		*span_p = span > INT32_MAX ? INT32_MAX : (DAT_COUNT)span;
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_hw, DAT_COUNT hard_hw)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (soft_hw < 0 && soft_hw != DAT_VALUE_UNKNOWN)
+		return OFX_INVALID_ARG(2);
+	if (hard_hw < 0 && hard_hw != DAT_VALUE_UNKNOWN)
+		return OFX_INVALID_ARG(3);
+	/* stored only: no per-EP count exists to compare them with (ep.h) */
+	pthread_mutex_lock(&ep->lock);
+	ep->soft_hw = soft_hw;
+	ep->hard_hw = hard_hw;
+	pthread_mutex_unlock(&ep->lock);
+	ofx_dbg("ep %p: high watermarks soft %d hard %d (not enforced)", (void *)ep, soft_hw,
+		hard_hw);
 	return DAT_SUCCESS;
 }
 

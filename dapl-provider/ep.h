@@ -122,6 +122,9 @@ struct ofx_ep {
 	unsigned char csp_pdata[OFX_PDATA_COPY_MAX]; /* consumer data, kept for retries */
 	int csp_pdata_len;
 
+	/* dat_ep_set_watermark values, DAT_VALUE_UNKNOWN when unset; under lock */
+	DAT_COUNT soft_hw, hard_hw;
+
 	DAT_NAMED_ATTR prov_attr[2];	/* ep_query provider-specific answers */
 	char prov_attr_val[2][16];
 };
@@ -157,6 +160,35 @@ DAT_RETURN ofx_ep_get_status(DAT_EP_HANDLE ep, DAT_EP_STATE *state, DAT_BOOLEAN 
 DAT_RETURN ofx_ep_free(DAT_EP_HANDLE ep);
 DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep);
 
+/*
+ * DAT 2.0 remote invalidation (contract 2).  send_with_invalidate posts
+ * IBV_WR_SEND_WITH_INV when invalidate is true (a plain send otherwise);
+ * DAT_MODEL_NOT_SUPPORTED on a device without IBV_DEVICE_MEM_MGT_EXTENSIONS.
+ * rdma_read_to_rmr is always DAT_MODEL_NOT_SUPPORTED (see ep.c).
+ */
+DAT_RETURN ofx_ep_post_send_with_invalidate(DAT_EP_HANDLE ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+					    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+					    DAT_BOOLEAN invalidate, DAT_RMR_CONTEXT rmr_context);
+DAT_RETURN ofx_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep, const DAT_RMR_TRIPLET *local,
+					DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *remote,
+					DAT_COMPLETION_FLAGS flags);
+
+/*
+ * Receive bookkeeping (DAT 2.0 dat_ep_recv_query / dat_ep_set_watermark,
+ * contract 7.1).  A plain EP reports the receives it has posted and not yet
+ * seen complete (the recv ring: posted, or held until the QP goes live) and
+ * the sum of their lengths.  For an SRQ EP the provider cannot know: the
+ * device takes an SRQ receive for a QP only when a message arrives and the
+ * completion is the first the provider hears of it, so both counts are
+ * DAT_VALUE_UNKNOWN.  set_watermark stores the soft and hard high
+ * watermarks (DAT_VALUE_UNKNOWN clears one) and ep_query cannot show them;
+ * since the per-EP count of an SRQ EP is unknowable, no
+ * DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT is ever raised and the hard watermark is
+ * not enforced.
+ */
+DAT_RETURN ofx_ep_recv_query(DAT_EP_HANDLE ep, DAT_COUNT *nbufs_p, DAT_COUNT *span_p);
+DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep, DAT_COUNT soft_hw, DAT_COUNT hard_hw);
+
 /* ia_close cleanup: abrupt teardown regardless of state. */
 void ofx_ep_destroy(struct ofx_ep *ep);
 /* ia_close, after every CQ is gone: frees an EP kept on ia->zombies. */
@@ -182,6 +214,8 @@ struct ofx_sq_post {
 	uint32_t imm;		/* OFX_OP_WRITE_IMM */
 	uint64_t compare_add;	/* OFX_OP_CMP_SWAP compare, OFX_OP_FETCH_ADD add */
 	uint64_t swap;		/* OFX_OP_CMP_SWAP */
+	bool invalidate;	/* OFX_OP_SEND: IBV_WR_SEND_WITH_INV of invalidate_rkey */
+	uint32_t invalidate_rkey;
 };
 
 /*

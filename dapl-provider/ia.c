@@ -486,6 +486,7 @@ static int ofx_ia_device_open(struct ofx_ia *ia)
 		ia->transport = OFX_TRANSPORT_ROCE;
 	else
 		ia->transport = OFX_TRANSPORT_IB;
+	ia->wc_inv_kernel_bit = ia->dev_attr.vendor_id == OFX_RXE_VENDOR_ID;
 
 	ofx_info("ia %s: %s on device %s port %u (%s)", ia->prov->name, addr_str,
 		 ofx_ia_dev_name(ia), ia->port_num, ofx_transport_str(ia->transport));
@@ -1179,5 +1180,22 @@ DAT_RETURN ofx_ia_query(DAT_IA_HANDLE h, DAT_EVD_HANDLE *async_evd_p, DAT_IA_ATT
 		ofx_ia_fill_ia_attr(ia, &port, ia_mask, ia_attr);
 	if (prov_attr && prov_mask)
 		ofx_ia_fill_provider_attr(ia, &port, prov_mask, prov_attr);
+	return DAT_SUCCESS;
+}
+
+/*
+ * DAT 2.0 dat_ia_ha_related: whether `name` is an HA partner of this IA.
+ * The provider advertises ha_supported FALSE and forms no HA relations, so
+ * for a valid IA and name the answer is always DAT_FALSE.
+ */
+DAT_RETURN ofx_ia_ha_related(DAT_IA_HANDLE h, const DAT_NAME_PTR name, DAT_BOOLEAN *answer_p)
+{
+	if (!ofx_ia_lookup(h))
+		return ofx_invalid_handle(OFX_OBJ_IA);
+	if (!name)
+		return OFX_INVALID_ARG(2);
+	if (!answer_p)
+		return OFX_INVALID_ARG(3);
+	*answer_p = DAT_FALSE;
 	return DAT_SUCCESS;
 }

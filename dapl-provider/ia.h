@@ -39,6 +39,12 @@ struct ofx_ia {
 	struct ibv_port_attr port_attr;
 	enum ofx_transport transport;
 	unsigned int max_inline;	/* probed inline threshold actually granted */
+	/*
+	 * rxe copies the kernel's work completion to user space unconverted, so
+	 * an invalidated receive carries the kernel's IB_WC_WITH_INVALIDATE
+	 * (bit 2, IBV_WC_IP_CSUM_OK in libibverbs) instead of IBV_WC_WITH_INV.
+	 */
+	bool wc_inv_kernel_bit;
 	bool p2p_default;		/* cfg.p2p resolved against the transport */
 	bool xrc;			/* cfg.xrc resolved against the device caps */
 	struct ofx_xrc_ia *xrc_ia;	/* XRC domain and tables (xrc.c), NULL without xrc */
@@ -60,6 +66,9 @@ OFX_DEFINE_FROM_HANDLE(ia, IA)
  * Turns an IA handle as consumers pass it (a libdat2 index when it comes
  * through a DAT call that libdat2 converts, or a raw pointer) into our IA.
  */
+/* ibv_device_attr.vendor_id of soft-RoCE (rxe). */
+#define OFX_RXE_VENDOR_ID 0xffffffu
+
 struct ofx_ia *ofx_ia_lookup(DAT_IA_HANDLE h);
 /* The libdat2 index of `ia`, for handles returned in query results. */
 DAT_IA_HANDLE ofx_ia_dat_handle(struct ofx_ia *ia);
@@ -70,6 +79,8 @@ DAT_RETURN ofx_ia_query(DAT_IA_HANDLE ia, DAT_EVD_HANDLE *async_evd_p, DAT_IA_AT
 			DAT_IA_ATTR *ia_attr, DAT_PROVIDER_ATTR_MASK prov_mask,
 			DAT_PROVIDER_ATTR *prov_attr);
 DAT_RETURN ofx_ia_close(DAT_IA_HANDLE ia, DAT_CLOSE_FLAGS flags);
+/* Always DAT_FALSE: the provider forms no HA relations (ha_supported FALSE). */
+DAT_RETURN ofx_ia_ha_related(DAT_IA_HANDLE ia, const DAT_NAME_PTR name, DAT_BOOLEAN *answer_p);
 
 /* Progress-thread handler for the device async-event fd. */
 void ofx_ia_process_async(void *arg);

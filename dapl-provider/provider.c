@@ -93,7 +93,7 @@ const DAT_PROVIDER ofx_provider_template = {
 	.ia_open_func = ofx_ia_open,
 	.ia_query_func = ofx_ia_query,
 	.ia_close_func = ofx_ia_close,
-	.ia_ha_related_func = ofx_unsupported_ia_ha_related,
+	.ia_ha_related_func = ofx_ia_ha_related,
 	.set_consumer_context_func = ofx_set_consumer_context,
 	.get_consumer_context_func = ofx_get_consumer_context,
 	.get_handle_type_func = ofx_get_handle_type,
@@ -111,7 +111,7 @@ const DAT_PROVIDER ofx_provider_template = {
 	.cr_query_func = ofx_cr_query,
 	.cr_accept_func = ofx_cr_accept,
 	.cr_reject_func = ofx_cr_reject,
-	.cr_handoff_func = ofx_unsupported_cr_handoff,
+	.cr_handoff_func = ofx_cr_handoff,
 
 	/* EVD */
 	.evd_create_func = ofx_evd_create,
@@ -137,16 +137,16 @@ const DAT_PROVIDER ofx_provider_template = {
 	.ep_dup_connect_func = ofx_ep_dup_connect,
 	.ep_disconnect_func = ofx_ep_disconnect,
 	.ep_post_send_func = ofx_ep_post_send,
-	.ep_post_send_with_invalidate_func = ofx_unsupported_ep_post_send_with_invalidate,
+	.ep_post_send_with_invalidate_func = ofx_ep_post_send_with_invalidate,
 	.ep_post_recv_func = ofx_ep_post_recv,
 	.ep_post_rdma_read_func = ofx_ep_post_rdma_read,
-	.ep_post_rdma_read_to_rmr_func = ofx_unsupported_ep_post_rdma_read_to_rmr,
+	.ep_post_rdma_read_to_rmr_func = ofx_ep_post_rdma_read_to_rmr,
 	.ep_post_rdma_write_func = ofx_ep_post_rdma_write,
 	.ep_get_status_func = ofx_ep_get_status,
 	.ep_free_func = ofx_ep_free,
 	.ep_reset_func = ofx_ep_reset,
-	.ep_recv_query_func = ofx_unsupported_ep_recv_query,
-	.ep_set_watermark_func = ofx_unsupported_ep_set_watermark,
+	.ep_recv_query_func = ofx_ep_recv_query,
+	.ep_set_watermark_func = ofx_ep_set_watermark,
 
 	/* LMR */
 	.lmr_create_func = ofx_lmr_create,

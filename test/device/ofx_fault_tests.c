@@ -58,10 +58,11 @@
  *    after the kill; the RDMA writes in flight come back once each (the
  *    last window FLUSHED), every posted receive comes back once as FLUSHED.
  *  - peer host silent (no DREQ can arrive): the oldest RDMA write fails
- *    after rdma_cm's transport retries (local ACK timeout 18 on RoCE, about
- *    1 s, times 1 + retry_count 7) with DAT_DTO_ERR_TRANSPORT and the EP gets
- *    BROKEN; the rest is FLUSHED.  ep_free and ia_close do not wait for the
- *    peer.
+ *    after the transport retries (1 + retry_cnt 6 local ACK timeouts, about
+ *    2.2 s each on this link) with DAT_DTO_ERR_TRANSPORT, BROKEN follows
+ *    about 15.5 s after the last good completion; the rest is FLUSHED.
+ *    ep_free and ia_close do not wait for the peer.  (With retry_cnt 7, what
+ *    stock uses, rxe retries forever and no event ever comes: cm.c.)
  *  - no listener at the address: the peer's CM answers with REJ reason 8
  *    (invalid service ID): NON_PEER_REJECTED, at once.  A consumer reject
  *    is PEER_REJECTED.
@@ -627,7 +628,7 @@ static int peer_lost(bool restart)
 	int recv_seen[NRECV] = { 0 };
 	uint64_t writes_posted = 0, writes_ok = 0, writes_err = 0, writes_flushed = 0;
 	uint64_t inflight = 0;
-	double t_kill_seen = 0, t_conn, t0, t_last_ok = 0;
+	double t_kill_seen = 0, t_conn, t0, t_last_ok = 0, t_report;
 	DAT_EVENT_NUMBER conn_ev = 0;
 	DAT_EP_HANDLE ep;
 	struct ctx c;
@@ -644,6 +645,7 @@ static int peer_lost(bool restart)
 		return -1;
 	/* the echo peer never sends first: our receives stay posted */
 	t0 = now_s();
+	t_report = t0 + 5;
 	while (!conn_ev || now_s() < t_kill_seen + 15) {
 		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
 		DAT_RETURN r;
@@ -682,6 +684,15 @@ static int peer_lost(bool restart)
 					missing += !recv_seen[i];
 				if (!missing)
 					break;
+			}
+			if (!conn_ev && now_s() > t_report) {
+				printf("client: %.0f s: writes posted %llu, ok %llu, errors %llu, "
+				       "in flight %llu\n", now_s() - t0,
+				       (unsigned long long)writes_posted,
+				       (unsigned long long)writes_ok,
+				       (unsigned long long)(writes_err + writes_flushed),
+				       (unsigned long long)inflight);
+				t_report += 5;
 			}
 			if (!conn_ev && now_s() - t0 > 120) {
 				fail("no connection event within 120 s of traffic (was the peer "

@@ -13,6 +13,12 @@
  *   round 1  DAT_RMR_CREATE_FOR_EP (type 2 window; the slot is reached
  *            through the redirection macro, libdat2 does not export it),
  *            revoked by dat_rmr_free; skipped if NOT_IMPLEMENTED
+ *   round 2  type 2 window again, revoked by the client itself: its DONE
+ *            message goes out with DAT_EP_POST_SEND_WITH_INVALIDATE naming
+ *            the window (not exported by libdat2 either), the server's
+ *            receive event must report that rmr_context, and the next
+ *            write through it must fail; skipped if the client's device
+ *            answers DAT_MODEL_NOT_SUPPORTED
  *
  * Usage: ofx_rmr_test server [IA]          (prints "server ready")
  *        ofx_rmr_test client SERVER_IP [IA]
@@ -31,7 +37,7 @@
 #include <dat2/dat_registry.h> /* the DAT_* redirection macros */
 
 #define QUAL 50011
-#define NROUNDS 2
+#define NROUNDS 3
 #define REGION 1024		/* bytes exposed per round */
 #define TIMEOUT_US (20 * 1000 * 1000)
 
@@ -190,19 +196,32 @@ static int wait_dto(struct ctx *c, DAT_EVD_HANDLE evd, DAT_UINT64 cookie,
 	return -1;
 }
 
-static int send_msg(struct ctx *c, enum msg_type type, int round, const DAT_RMR_TRIPLET *rmr)
+/* A message; with `inv` set, a send that invalidates the peer's window `inv_ctx`. */
+static DAT_RETURN post_msg(struct ctx *c, enum msg_type type, int round,
+			   const DAT_RMR_TRIPLET *rmr, bool inv, DAT_RMR_CONTEXT inv_ctx)
 {
 	struct msg *m = &c->msgs[2];
 	DAT_LMR_TRIPLET iov = iov_of(c, m, sizeof(*m));
-	DAT_DTO_COMPLETION_EVENT_DATA d;
+	DAT_DTO_COOKIE ck = (DAT_DTO_COOKIE)(DAT_UINT64)(0x5e0 + type);
 
 	memset(m, 0, sizeof(*m));
 	m->type = type;
 	m->round = round;
 	if (rmr)
 		m->rmr = *rmr;
-	CHECK_DAT(dat_ep_post_send(c->ep, 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)(0x5e0 + type),
-				   DAT_COMPLETION_DEFAULT_FLAG));
+	if (inv)
+		/* libdat2 does not export it: the EP handle is our raw object */
+		return DAT_EP_POST_SEND_WITH_INVALIDATE(c->ep, 1, &iov, ck,
+							DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE,
+							inv_ctx);
+	return dat_ep_post_send(c->ep, 1, &iov, ck, DAT_COMPLETION_DEFAULT_FLAG);
+}
+
+static int send_msg(struct ctx *c, enum msg_type type, int round, const DAT_RMR_TRIPLET *rmr)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+
+	CHECK_DAT(post_msg(c, type, round, rmr, false, 0));
 	if (wait_dto(c, c->req_evd, 0x5e0 + type, &d, "send completion"))
 		return -1;
 	if (d.status != DAT_DTO_SUCCESS) {
@@ -314,8 +333,33 @@ static int serve_round(struct ctx *c, int round)
 	rt.virtual_address = t.virtual_address;
 	rt.segment_length = REGION;
 	rt.rmr_context = rctx;
-	if (send_msg(c, MSG_RMR, round, &rt) || recv_msg(c, 0, MSG_DONE, &m))
+	if (send_msg(c, MSG_RMR, round, &rt))
 		return -1;
+	if (round == 2) {
+		DAT_DTO_COMPLETION_EVENT_DATA d;
+
+		if (wait_dto(c, c->recv_evd, 0, &d, "done with invalidate"))
+			return -1;
+		if (d.status == DAT_DTO_SUCCESS && c->msgs[0].type == MSG_SKIP) {
+			printf("skip round %d: the client cannot send with invalidate\n", round);
+			wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "skip");
+			CHECK_DAT(dat_rmr_free(rmr));
+			CHECK_DAT(dat_ep_free(c->ep));
+			c->ep = NULL;
+			return 0;
+		}
+		if (d.status != DAT_DTO_SUCCESS || c->msgs[0].type != MSG_DONE ||
+		    d.rmr_context != rctx) {
+			fail("round %d: receive status %d type %u rmr_context 0x%x, expected "
+			     "done invalidating 0x%x", round, d.status, c->msgs[0].type,
+			     d.rmr_context, rctx);
+			return -1;
+		}
+		printf("ok round %d: receive reports the invalidated rmr context 0x%x\n", round,
+		       d.rmr_context);
+	} else if (recv_msg(c, 0, MSG_DONE, &m)) {
+		return -1;
+	}
 	pattern(want, round, 0);
 	if (memcmp(region, want, REGION)) {
 		fail("round %d: the write through the rmr did not land", round);
@@ -335,9 +379,9 @@ static int serve_round(struct ctx *c, int round)
 			     ev.event_data.rmr_completion_event_data.status);
 			return -1;
 		}
-	} else {
+	} else if (round == 1) {
 		CHECK_DAT(dat_rmr_free(rmr));
-	}
+	} /* round 2: the client's send already invalidated it */
 	if (send_msg(c, MSG_REVOKED, round, NULL))
 		return -1;
 	/* the client's write now fails and its EP breaks: ours disconnects */
@@ -349,7 +393,7 @@ static int serve_round(struct ctx *c, int round)
 		return -1;
 	}
 	printf("ok round %d: revoked rmr left the memory alone\n", round);
-	if (round == 0)
+	if (round != 1)
 		CHECK_DAT(dat_rmr_free(rmr));
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
@@ -419,8 +463,35 @@ static int client_round(struct ctx *c, const char *server, int round)
 		fail("round %d: write through the bound rmr: status %d", round, d.status);
 		return -1;
 	}
-	if (send_msg(c, MSG_DONE, round, NULL) || recv_msg(c, 1, MSG_REVOKED, &(struct msg){ 0 }))
+	if (round == 2) {
+		DAT_RETURN ret = post_msg(c, MSG_DONE, round, NULL, true, m.rmr.rmr_context);
+
+		if (ret == DAT_MODEL_NOT_SUPPORTED) {
+			printf("skip round %d: send with invalidate not supported here\n", round);
+			if (send_msg(c, MSG_SKIP, round, NULL))
+				return -1;
+			CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_ABRUPT_FLAG));
+			wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "disconnect");
+			CHECK_DAT(dat_ep_free(c->ep));
+			c->ep = NULL;
+			return 0;
+		}
+		CHECK_DAT(ret);
+		if (wait_dto(c, c->req_evd, 0x5e0 + MSG_DONE, &d, "send with invalidate"))
+			return -1;
+		if (d.status != DAT_DTO_SUCCESS || d.operation != DAT_DTO_SEND) {
+			fail("round %d: send with invalidate: status %d operation %d", round,
+			     d.status, d.operation);
+			return -1;
+		}
+		printf("ok round %d: sent done invalidating rmr context 0x%x\n", round,
+		       m.rmr.rmr_context);
+		if (recv_msg(c, 1, MSG_REVOKED, &(struct msg){ 0 }))
+			return -1;
+	} else if (send_msg(c, MSG_DONE, round, NULL) ||
+		   recv_msg(c, 1, MSG_REVOKED, &(struct msg){ 0 })) {
 		return -1;
+	}
 
 	pattern(src, round, 1);
 	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)(DAT_UINT64)0x222, &m.rmr,

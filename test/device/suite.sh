@@ -188,6 +188,7 @@ fault_tests() {
 			vm_say "fault: dropping all traffic on va and vb"
 			tc qdisc add dev "${OFXVM_A_NETDEV:-va}" root netem loss 100%
 			tc qdisc add dev "${OFXVM_B_NETDEV:-vb}" root netem loss 100%
+			tc qdisc show dev "${OFXVM_A_NETDEV:-va}"
 		fi
 		vm_join fault.vanished 150
 		tc qdisc del dev "${OFXVM_A_NETDEV:-va}" root 2>/dev/null

@@ -46,6 +46,7 @@ static void check_spec(const uint8_t *buf, size_t size, const struct ofx_pdata_h
 	if (t[2] >> 4 != OFX_PDATA_VERSION || (t[2] & 0x0f) != hdr->flags ||
 	    (t[3] & 0x03) != hdr->rtr || t[4] != hdr->consumer_len)
 		abort();
+	/* words are assigned in flag order: XRC's SRQ number, then CSP's port */
 	if (hdr->flags & OFX_PDATA_F_XRC) {
 		const uint8_t *w = t - 4 * ext;
 
@@ -53,12 +54,20 @@ static void check_spec(const uint8_t *buf, size_t size, const struct ofx_pdata_h
 					      (uint32_t)w[2] << 8 | w[3]))
 			abort();
 	}
+	if (hdr->flags & OFX_PDATA_F_CSP) {
+		size_t i = hdr->flags & OFX_PDATA_F_XRC ? 1 : 0;
+		const uint8_t *w = t - 4 * (ext - i);
+
+		if (ext <= i || hdr->csp_port != (uint16_t)(w[2] << 8 | w[3]))
+			abort();
+	}
 }
 
 static void check_same(const struct ofx_pdata_hdr *a, const struct ofx_pdata_hdr *b)
 {
 	if (a->version != b->version || a->flags != b->flags || a->rtr != b->rtr ||
-	    a->consumer_len != b->consumer_len || a->xrc_srqn != b->xrc_srqn)
+	    a->consumer_len != b->consumer_len || a->xrc_srqn != b->xrc_srqn ||
+	    a->csp_port != b->csp_port)
 		abort();
 }
 
@@ -94,6 +103,8 @@ static void check_decode(const uint8_t *data, size_t size)
 		    hdr.consumer_len + ofx_pdata_hdr_len(hdr.flags) > size)
 			abort();
 		if (!(hdr.flags & OFX_PDATA_F_XRC) && hdr.xrc_srqn)
+			abort();
+		if (!(hdr.flags & OFX_PDATA_F_CSP) && hdr.csp_port)
 			abort();
 		check_spec(data, size, &hdr);
 		check_reencode(data, size, &hdr);
@@ -131,6 +142,7 @@ static void check_round_trip(const uint8_t *data, size_t size)
 	in.rtr = data[1] & 0x03;
 	in.xrc_srqn = (uint32_t)data[2] << 24 | (uint32_t)data[3] << 16 |
 		      (uint32_t)data[4] << 8 | data[5];
+	in.csp_port = (uint16_t)(data[3] << 8 | data[5]);
 	area = areas[data[6] % (sizeof(areas) / sizeof(areas[0]))];
 	data += 7;
 	size -= 7;
@@ -161,7 +173,9 @@ static void check_round_trip(const uint8_t *data, size_t size)
 		if (out[i])
 			abort();
 	/* what we send carries no unknown words and a zero reserved byte */
-	if (out[n - 3] != 0 || out[n - 5] >> 2 != (in.flags & OFX_PDATA_F_XRC ? 1 : 0))
+	if (out[n - 3] != 0 ||
+	    out[n - 5] >> 2 != (in.flags & OFX_PDATA_F_XRC ? 1 : 0) +
+				(in.flags & OFX_PDATA_F_CSP ? 1 : 0))
 		abort();
 	if (ofx_pdata_decode(out, (size_t)n, &back))
 		abort();
@@ -169,6 +183,8 @@ static void check_round_trip(const uint8_t *data, size_t size)
 	in.consumer_len = (uint16_t)consumer_len;
 	if (!(in.flags & OFX_PDATA_F_XRC))
 		in.xrc_srqn = 0;
+	if (!(in.flags & OFX_PDATA_F_CSP))
+		in.csp_port = 0;
 	check_same(&in, &back);
 	check_spec(out, (size_t)n, &in);
 }

@@ -7,6 +7,7 @@
 #include "ia.h"
 #include "log.h"
 #include "provider.h"
+#include "sp.h"
 #include "srq.h"
 #include "status.h"
 #include "verbs.h"
@@ -980,7 +981,8 @@ static const char *overlong_name(void)
 	X(cr_reject_len, cr_reject, OFX_INVALID_ARG(2), (f.cr, -1, f.buf))                    \
 	X(cr_reject_huge, cr_reject, OFX_INVALID_ARG(2), (f.cr, 1 << 20, f.buf))              \
 	X(cr_reject_pdata, cr_reject, OFX_INVALID_ARG(3), (f.cr, 8, NULL))                    \
-	X(cr_handoff_live, cr_handoff, NOT_IMPL, (f.cr, 4793))                                \
+	X(cr_handoff_no_psp, cr_handoff, OFX_INVALID_ARG(2), (f.cr, 4793))                    \
+	X(cr_handoff_rsp_qual, cr_handoff, OFX_INVALID_ARG(2), (f.cr, 4792))                  \
 	X(evd_create_qlen0, evd_create, OFX_INVALID_ARG(2),                                   \
 	  (&f.ia, 0, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &out_h))                               \
 	X(evd_create_qlen_neg, evd_create, OFX_INVALID_ARG(2),                                \
@@ -1112,8 +1114,11 @@ static const char *overlong_name(void)
 	X(ep_reset_ok, ep_reset, DAT_SUCCESS, (f.ep))                                         \
 	X(ep_free_reserved, ep_free,                                                          \
 	  OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_PASSCONNPENDING), (f.rsp_ep))   \
-	X(ep_recv_query_live, ep_recv_query, NOT_IMPL, (f.ep, &out_n, &out_n2))               \
-	X(ep_set_watermark_live, ep_set_watermark, NOT_IMPL, (f.ep, 1, 1))                    \
+	X(ep_recv_query_live, ep_recv_query, DAT_SUCCESS, (f.ep, &out_n, &out_n2))            \
+	X(ep_recv_query_nulls, ep_recv_query, DAT_SUCCESS, (f.ep, NULL, NULL))                \
+	X(ep_set_watermark_live, ep_set_watermark, DAT_SUCCESS, (f.ep, 1, 1))                 \
+	X(ep_set_watermark_soft, ep_set_watermark, OFX_INVALID_ARG(2), (f.ep, -5, 1))         \
+	X(ep_set_watermark_hard, ep_set_watermark, OFX_INVALID_ARG(3), (f.ep, 1, -5))         \
 	X(ep_common_connect_addr, ep_common_connect, OFX_INVALID_ARG(2),                      \
 	  (f.ep, NULL, 1000000, 0, NULL))                                                     \
 	X(ep_common_connect_port, ep_common_connect, OFX_INVALID_ARG(2),                      \
@@ -1124,9 +1129,17 @@ static const char *overlong_name(void)
 	  (f.ep, (DAT_IA_ADDRESS_PTR)&f.peer, 1000000, -1, NULL))                             \
 	X(ep_common_connect_pdata, ep_common_connect, OFX_INVALID_ARG(5),                     \
 	  (f.ep, (DAT_IA_ADDRESS_PTR)&f.peer, 1000000, 8, NULL))                              \
-	X(ep_post_send_inv_live, ep_post_send_with_invalidate, NOT_IMPL,                      \
+	X(ep_post_send_inv_flags, ep_post_send_with_invalidate, OFX_INVALID_ARG(5),           \
+	  (f.ep, 1, &f.iov, f.cookie, DTO_FLAGS_BAD, DAT_TRUE, 0x2222))                       \
+	X(ep_post_send_inv_bool, ep_post_send_with_invalidate, OFX_INVALID_ARG(6),            \
+	  (f.ep, 1, &f.iov, f.cookie, DAT_COMPLETION_DEFAULT_FLAG, (DAT_BOOLEAN)7, 0x2222))   \
+	X(ep_post_send_inv_nocap, ep_post_send_with_invalidate, DAT_MODEL_NOT_SUPPORTED,      \
 	  (f.ep, 1, &f.iov, f.cookie, DAT_COMPLETION_DEFAULT_FLAG, DAT_TRUE, 0x2222))         \
-	X(ep_post_read_to_rmr_live, ep_post_rdma_read_to_rmr, NOT_IMPL,                       \
+	X(ep_post_read_to_rmr_local, ep_post_rdma_read_to_rmr, OFX_INVALID_ARG(2),            \
+	  (f.ep, NULL, f.cookie, &f.rmr_iov, DAT_COMPLETION_DEFAULT_FLAG))                    \
+	X(ep_post_read_to_rmr_remote, ep_post_rdma_read_to_rmr, OFX_INVALID_ARG(4),           \
+	  (f.ep, &f.rmr_iov, f.cookie, NULL, DAT_COMPLETION_DEFAULT_FLAG))                    \
+	X(ep_post_read_to_rmr_live, ep_post_rdma_read_to_rmr, DAT_MODEL_NOT_SUPPORTED,        \
 	  (f.ep, &f.rmr_iov, f.cookie, &f.rmr_iov, DAT_COMPLETION_DEFAULT_FLAG))              \
 	X(lmr_create_out, lmr_create, OFX_INVALID_ARG(8),                                     \
 	  (&f.ia, DAT_MEM_TYPE_VIRTUAL, f.region, 64, f.pz, DAT_MEM_PRIV_LOCAL_WRITE_FLAG,     \
@@ -1232,7 +1245,9 @@ static const char *overlong_name(void)
 	X(cno_fd_create_out, cno_fd_create, OFX_INVALID_ARG(3), (&f.ia, &out_fd, NULL))       \
 	X(cno_trigger_out, cno_trigger, OFX_INVALID_ARG(2), (f.cno, NULL))                    \
 	X(cno_trigger_empty, cno_trigger, DAT_QUEUE_EMPTY, (f.cno, &out_h))                   \
-	X(ia_ha_related_live, ia_ha_related, NOT_IMPL, (&f.ia, "ofx-other", &out_bool))
+	X(ia_ha_related_name, ia_ha_related, OFX_INVALID_ARG(2), (&f.ia, NULL, &out_bool))    \
+	X(ia_ha_related_out, ia_ha_related, OFX_INVALID_ARG(3), (&f.ia, "ofx-other", NULL))   \
+	X(ia_ha_related_live, ia_ha_related, DAT_SUCCESS, (&f.ia, "ofx-other", &out_bool))
 
 #define ARG_THUNK(id, slot, expect, args)       \
 	static DAT_RETURN acase_##id(void)      \
@@ -1490,6 +1505,86 @@ static void expect_one_line(const char *what, const char *text, const char *need
 		fprintf(stderr, "\n  %s: want one line naming '%s', got:\n%s", what, needle, text);
 }
 
+/* A pending request on `psp` as the progress thread queues it, with a model cm_id. */
+static struct ofx_cr *queued_cr(DAT_PSP_HANDLE psp_h, const char *pdata)
+{
+	struct ofx_sp *sp = ofx_sp_lookup(psp_h, OFX_OBJ_PSP);
+	struct ofx_cr *cr = calloc(1, sizeof(*cr));
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(cr);
+	CU_ASSERT_EQUAL_FATAL(model_create_id(NULL, &cr->cm_id, &sp->obj, RDMA_PS_TCP), 0);
+	cr->sp = sp;
+	cr->pdata_len = (DAT_COUNT)strlen(pdata);
+	memcpy(cr->pdata, pdata, cr->pdata_len);
+	ofx_obj_init(&cr->obj, OFX_OBJ_CR, &f.ia);
+	pthread_mutex_lock(&sp->lock);
+	ofx_list_add_tail(&sp->crs, &cr->sp_link);
+	pthread_mutex_unlock(&sp->lock);
+	return cr;
+}
+
+/* The CR of the one DAT_CONNECTION_REQUEST_EVENT queued on `evd`. */
+static DAT_CR_HANDLE expect_cr_event(DAT_EVD_HANDLE evd, DAT_PSP_HANDLE psp, DAT_CONN_QUAL qual)
+{
+	DAT_EVENT ev;
+
+	CU_ASSERT_EQUAL_FATAL(P->evd_dequeue_func(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.cr_arrival_event_data.sp_handle.psp_handle, psp);
+	CU_ASSERT_EQUAL(ev.event_data.cr_arrival_event_data.conn_qual, qual);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(P->evd_dequeue_func(evd, &ev)), DAT_QUEUE_EMPTY);
+	return ev.event_data.cr_arrival_event_data.cr_handle;
+}
+
+static void test_cr_handoff_moves_the_request_to_the_other_psp(void)
+{
+	DAT_EVD_HANDLE evd2;
+	DAT_PSP_HANDLE psp2;
+	DAT_CR_HANDLE moved, back;
+	DAT_CR_PARAM param;
+	struct ofx_cr *cr, *m;
+	struct rdma_cm_id *id;
+	DAT_EVENT ev;
+
+	fixture_up();
+	CU_ASSERT_EQUAL_FATAL(P->evd_create_func(&f.ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG,
+						 &evd2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(P->psp_create_func(&f.ia, 4793, evd2, DAT_PSP_CONSUMER_FLAG,
+						 &psp2), DAT_SUCCESS);
+	cr = queued_cr(f.psp, "hello");
+	id = cr->cm_id;
+
+	/* to 4793: a new CR on the other PSP's EVD, carrying the same request */
+	CU_ASSERT_EQUAL(P->cr_handoff_func(cr, 4793), DAT_SUCCESS);
+	moved = expect_cr_event(evd2, psp2, 4793);
+	CU_ASSERT_PTR_NOT_EQUAL(moved, (DAT_CR_HANDLE)cr);
+	m = ofx_cr_from_handle(moved);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+	CU_ASSERT_PTR_EQUAL(m->cm_id, id);
+	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->obj);
+	CU_ASSERT_PTR_EQUAL(m->sp, ofx_sp_lookup(psp2, OFX_OBJ_PSP));
+	CU_ASSERT_TRUE(ofx_list_empty(&ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->crs));
+	CU_ASSERT_EQUAL(P->cr_query_func(moved, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.private_data_size, 5);
+	CU_ASSERT_EQUAL(memcmp(param.private_data, "hello", 5), 0);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(P->evd_dequeue_func(f.cr_evd, &ev)), DAT_QUEUE_EMPTY);
+
+	/* no PSP on the qualifier (4792 is an RSP): refused, the CR stays put */
+	CU_ASSERT_EQUAL(P->cr_handoff_func(moved, 4792), OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(P->cr_handoff_func(moved, 4793), OFX_INVALID_ARG(2));
+	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->obj);
+
+	/* and back to 4791, then rejected: the id goes with the last CR */
+	CU_ASSERT_EQUAL(P->cr_handoff_func(moved, 4791), DAT_SUCCESS);
+	back = expect_cr_event(f.cr_evd, f.psp, 4791);
+	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->obj);
+	CU_ASSERT_EQUAL(P->cr_reject_func(back, 0, NULL), DAT_SUCCESS);
+
+	CU_ASSERT_EQUAL(P->psp_free_func(psp2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(P->evd_free_func(evd2), DAT_SUCCESS);
+	fixture_down();
+}
+
 static void test_malformed_ia_params_fail_with_one_log_line(void)
 {
 	static const struct {
@@ -1611,5 +1706,7 @@ CU_TestInfo ofx_test_badinput[] = {
 	  test_bad_arguments_are_refused },
 	{ "malformed ia_params fail with -EINVAL and one log line",
 	  test_malformed_ia_params_fail_with_one_log_line },
+	{ "cr_handoff moves a request to the other psp and refuses a missing one",
+	  test_cr_handoff_moves_the_request_to_the_other_psp },
 	CU_TEST_INFO_NULL,
 };

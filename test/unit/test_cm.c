@@ -13,6 +13,7 @@
 #include "csp.h"
 #include "ep.h"
 #include "ia.h"
+#include "verbs.h"
 
 static struct ofx_ia ia;
 static struct ofx_ep ep;
@@ -107,6 +108,50 @@ static void test_collision_rule_orders_address_then_port(void)
 	CU_ASSERT_TRUE(ofx_csp_initiates((struct sockaddr *)&b1, (struct sockaddr *)&hi));
 }
 
+/*
+ * The QP attributes rdma_cm computes carry the initiator's retry count; a
+ * stock peer asks for 7, which rxe takes as "retry forever" (a silent peer
+ * would never break the EP).  ofx_cm_qp_modify caps it at 6.
+ */
+static int model_retry_in;
+static int model_retry_out = -1;
+
+static int model_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask)
+{
+	(void)id;
+	attr->retry_cnt = (uint8_t)model_retry_in;
+	attr->rnr_retry = 7;
+	*mask = IBV_QP_STATE | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY;
+	return 0;
+}
+
+static int model_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
+{
+	(void)qp;
+	model_retry_out = (mask & IBV_QP_RETRY_CNT) ? attr->retry_cnt : -1;
+	CU_ASSERT_EQUAL(attr->rnr_retry, 7);	/* RNR stays infinite */
+	return 0;
+}
+
+static void test_retry_count_is_capped_below_infinite(void)
+{
+	struct ofx_verbs_ops model = ofx_verbs_real;
+	struct ibv_qp qp = { .qp_num = 0x42 };
+	struct rdma_cm_id id;
+
+	memset(&id, 0, sizeof(id));
+	model.init_qp_attr = model_init_qp_attr;
+	model.modify_qp = model_modify_qp;
+	ofx_verbs_set(&model);
+	model_retry_in = 7;
+	CU_ASSERT_EQUAL(ofx_cm_qp_modify(&id, &qp, IBV_QPS_RTS), 0);
+	CU_ASSERT_EQUAL(model_retry_out, 6);
+	model_retry_in = 3;
+	CU_ASSERT_EQUAL(ofx_cm_qp_modify(&id, &qp, IBV_QPS_RTS), 0);
+	CU_ASSERT_EQUAL(model_retry_out, 3);
+	ofx_verbs_set(NULL);
+}
+
 CU_TestInfo ofx_test_cm[] = {
 	{ "p2p auto asks only on iWARP", test_auto_asks_only_on_iwarp },
 	{ "p2p=on asks everywhere, p2p=off never", test_ia_option_on_and_off },
@@ -115,5 +160,7 @@ CU_TestInfo ofx_test_cm[] = {
 	{ "collision rule picks exactly one initiator per pair",
 	  test_collision_rule_picks_exactly_one_initiator },
 	{ "collision rule orders by address, then port", test_collision_rule_orders_address_then_port },
+	{ "transport retry count is capped below rxe's infinite 7",
+	  test_retry_count_is_capped_below_infinite },
 	CU_TEST_INFO_NULL,
 };

@@ -3,6 +3,7 @@
 
 #include "dto.h"
 #include "ep.h"
+#include "ia.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -564,6 +565,113 @@ static void test_plain_events_carry_no_stale_extension_data(void)
 	ep_delete(ep);
 }
 
+static void test_recv_with_invalidate_reports_the_rmr_context(void)
+{
+	static struct ofx_ia ia;
+	struct ofx_ep *ep = ep_new();
+	struct ofx_cookie *r;
+	struct ofx_ep *notify;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+
+	r = post(ep, OFX_OP_RECV, 0x55, 256, 0);
+	wc = wc_for(r, IBV_WC_SUCCESS, IBV_WC_RECV, 32);
+	wc.wc_flags = IBV_WC_WITH_INV;
+	wc.invalidated_rkey = 0xabcd01;
+	memset(&ev, 0xff, sizeof(ev));
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_EQUAL(dto_of(&ev)->operation, DAT_DTO_RECEIVE);
+	CU_ASSERT_EQUAL(dto_of(&ev)->rmr_context, 0xabcd01);
+	CU_ASSERT_EQUAL(dto_of(&ev)->transfered_length, 32);
+
+	/* a plain receive reports no invalidated context */
+	r = post(ep, OFX_OP_RECV, 0x56, 256, 0);
+	wc = wc_for(r, IBV_WC_SUCCESS, IBV_WC_RECV, 8);
+	memset(&ev, 0xff, sizeof(ev));
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(dto_of(&ev)->rmr_context, 0);
+
+	/* bit 2 means "invalidated" only on rxe, which passes the kernel's flags on */
+	r = post(ep, OFX_OP_RECV, 0x57, 256, 0);
+	wc = wc_for(r, IBV_WC_SUCCESS, IBV_WC_RECV, 8);
+	wc.wc_flags = IBV_WC_IP_CSUM_OK;
+	wc.invalidated_rkey = 0x77;
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(dto_of(&ev)->rmr_context, 0);
+	ia.wc_inv_kernel_bit = true;
+	ep->obj.ia = &ia;
+	r = post(ep, OFX_OP_RECV, 0x58, 256, 0);
+	wc = wc_for(r, IBV_WC_SUCCESS, IBV_WC_RECV, 8);
+	wc.wc_flags = IBV_WC_IP_CSUM_OK;
+	wc.invalidated_rkey = 0x77;
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(dto_of(&ev)->rmr_context, 0x77);
+	ep_delete(ep);
+}
+
+static void test_recv_query_counts_posted_receives_and_their_span(void)
+{
+	struct ofx_ep *ep = ep_new();
+	struct ofx_cookie *r1;
+	struct ofx_ep *notify;
+	DAT_COUNT n = -1, span = -1;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+
+	CU_ASSERT_EQUAL(ofx_ep_recv_query(ep, &n, &span), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(n, 0);
+	CU_ASSERT_EQUAL(span, 0);
+	post(ep, OFX_OP_SEND, 1, 999, 0);	/* sends do not count */
+	r1 = post(ep, OFX_OP_RECV, 1, 100, 0);
+	post(ep, OFX_OP_RECV, 2, 4096, 0);
+	post(ep, OFX_OP_RECV, 3, 28, 0);
+	CU_ASSERT_EQUAL(ofx_ep_recv_query(ep, &n, &span), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(n, 3);
+	CU_ASSERT_EQUAL(span, 100 + 4096 + 28);
+
+	/* the first one completes: it leaves both counts */
+	wc = wc_for(r1, IBV_WC_SUCCESS, IBV_WC_RECV, 10);
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(ofx_ep_recv_query(ep, &n, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(n, 2);
+	CU_ASSERT_EQUAL(ofx_ep_recv_query(ep, NULL, &span), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(span, 4096 + 28);
+	ep_delete(ep);
+}
+
+static void test_recv_query_of_an_srq_ep_is_unknown(void)
+{
+	struct ofx_ep *ep = ep_new();
+	DAT_COUNT n = 0, span = 0;
+
+	ep->srq = (struct ofx_srq *)ep;	/* never dereferenced: only "has an SRQ" */
+	CU_ASSERT_EQUAL(ofx_ep_recv_query(ep, &n, &span), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(n, DAT_VALUE_UNKNOWN);
+	CU_ASSERT_EQUAL(span, DAT_VALUE_UNKNOWN);
+	ep->srq = NULL;
+	ep_delete(ep);
+}
+
+static void test_set_watermark_stores_and_checks_values(void)
+{
+	struct ofx_ep *ep = ep_new();
+
+	pthread_mutex_init(&ep->lock, NULL);
+	CU_ASSERT_EQUAL(ofx_ep_set_watermark(ep, 4, 8), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ep->soft_hw, 4);
+	CU_ASSERT_EQUAL(ep->hard_hw, 8);
+	CU_ASSERT_EQUAL(ofx_ep_set_watermark(ep, DAT_VALUE_UNKNOWN, DAT_VALUE_UNKNOWN),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ep->soft_hw, DAT_VALUE_UNKNOWN);
+	CU_ASSERT_EQUAL(ep->hard_hw, DAT_VALUE_UNKNOWN);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_ep_set_watermark(ep, -3, 1)), DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_ep_set_watermark(ep, 1, -3)), DAT_INVALID_PARAMETER);
+	CU_ASSERT_EQUAL(ep->soft_hw, DAT_VALUE_UNKNOWN);
+	pthread_mutex_destroy(&ep->lock);
+	ep_delete(ep);
+}
+
 CU_TestInfo ofx_test_dto[] = {
 	{ "reserve hands out sequences until the ring is full",
 	  test_reserve_hands_out_sequences_until_full },
@@ -599,5 +707,11 @@ CU_TestInfo ofx_test_dto[] = {
 	{ "compare-and-swap and fetch-and-add events", test_atomic_events },
 	{ "plain events carry no stale extension data",
 	  test_plain_events_carry_no_stale_extension_data },
+	{ "receive with invalidate reports the rmr context",
+	  test_recv_with_invalidate_reports_the_rmr_context },
+	{ "recv_query counts posted receives and their span",
+	  test_recv_query_counts_posted_receives_and_their_span },
+	{ "recv_query of an srq ep is unknown", test_recv_query_of_an_srq_ep_is_unknown },
+	{ "set_watermark stores and checks values", test_set_watermark_stores_and_checks_values },
 	CU_TEST_INFO_NULL,
 };

@@ -653,6 +653,90 @@ static void test_bind_checks_its_arguments(void)
 	fake_ia_fini();
 }
 
+static void test_send_with_invalidate_names_the_peer_rkey(void)
+{
+	struct fixture f;
+	DAT_LMR_TRIPLET t;
+	DAT_DTO_COOKIE c = { .as_64 = 0x31 };
+	DAT_EVENT ev;
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	fixture_init(&f, DAT_EVD_DTO_FLAG);
+	f.ep->attr.max_request_iov = 1;
+	t = triplet(&f, 0, 64);
+	CU_ASSERT_EQUAL(ofx_ep_post_send_with_invalidate(f.ep, 1, &t, c, 0, DAT_TRUE, 0x1234),
+			DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 1);
+	CU_ASSERT_EQUAL(model_wrs[0].opcode, IBV_WR_SEND_WITH_INV);
+	CU_ASSERT_EQUAL(model_wrs[0].invalidate_rkey, 0x1234);
+	CU_ASSERT_EQUAL(model_wrs[0].num_sge, 1);
+	CU_ASSERT_TRUE(model_wrs[0].send_flags & IBV_SEND_SIGNALED);
+
+	/* invalidate false: a plain send, the context is ignored */
+	c.as_64 = 0x32;
+	CU_ASSERT_EQUAL(ofx_ep_post_send_with_invalidate(f.ep, 1, &t, c, 0, DAT_FALSE, 0x1234),
+			DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 2);
+	CU_ASSERT_EQUAL(model_wrs[1].opcode, IBV_WR_SEND);
+	CU_ASSERT_EQUAL(model_wrs[1].invalidate_rkey, 0);
+
+	/* the sender sees an ordinary send completion */
+	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(f.req_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.operation, DAT_DTO_SEND);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 0x31);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 64);
+
+	/* not connected: refused before anything is posted */
+	f.ep->state = OFX_EP_UNCONNECTED;
+	CU_ASSERT_EQUAL(ofx_ep_post_send_with_invalidate(f.ep, 1, &t, c, 0, DAT_TRUE, 0x1234),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
+	CU_ASSERT_EQUAL(model_nwrs, 2);
+	fixture_fini(&f);
+	fake_ia_fini();
+}
+
+static void test_send_with_invalidate_needs_mem_mgt_extensions(void)
+{
+	struct fixture f;
+	DAT_LMR_TRIPLET t;
+	DAT_DTO_COOKIE c = { .as_64 = 0x41 };
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	fixture_init(&f, DAT_EVD_DTO_FLAG);
+	f.ep->attr.max_request_iov = 1;
+	t = triplet(&f, 0, 64);
+	CU_ASSERT_EQUAL(ofx_ep_post_send_with_invalidate(f.ep, 1, &t, c, 0, DAT_TRUE, 0x1234),
+			DAT_MODEL_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(model_nwrs, 0);
+	/* without invalidation it is an ordinary send, which every device has */
+	CU_ASSERT_EQUAL(ofx_ep_post_send_with_invalidate(f.ep, 1, &t, c, 0, DAT_FALSE, 0),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(model_nwrs, 1);
+	CU_ASSERT_EQUAL(model_wrs[0].opcode, IBV_WR_SEND);
+	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
+	ofx_evd_drain_cq(ofx_evd_from_handle(f.req_evd));
+	fixture_fini(&f);
+	fake_ia_fini();
+}
+
+static void test_rdma_read_to_rmr_is_model_not_supported(void)
+{
+	struct fixture f;
+	DAT_RMR_TRIPLET local = { .rmr_context = 0x10, .segment_length = 64 };
+	DAT_RMR_TRIPLET remote = { .rmr_context = 0x20, .segment_length = 64 };
+	DAT_DTO_COOKIE c = { .as_64 = 0x51 };
+
+	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	fixture_init(&f, DAT_EVD_DTO_FLAG);
+	CU_ASSERT_EQUAL(ofx_ep_post_rdma_read_to_rmr(f.ep, &local, c, &remote, 0),
+			DAT_MODEL_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(model_nwrs, 0);
+	fixture_fini(&f);
+	fake_ia_fini();
+}
+
 CU_TestInfo ofx_test_rmr[] = {
 	{ "without memory windows create is not implemented",
 	  test_without_memory_windows_create_is_not_implemented },
@@ -664,6 +748,11 @@ CU_TestInfo ofx_test_rmr[] = {
 	  test_failed_bind_rolls_the_key_back_and_breaks_the_ep },
 	{ "type 2 binds and invalidates with work requests",
 	  test_type2_binds_and_invalidates_with_work_requests },
+	{ "send with invalidate names the peer's rkey",
+	  test_send_with_invalidate_names_the_peer_rkey },
+	{ "send with invalidate needs memory management extensions",
+	  test_send_with_invalidate_needs_mem_mgt_extensions },
+	{ "rdma read to rmr is model-not-supported", test_rdma_read_to_rmr_is_model_not_supported },
 	{ "bind checks its arguments", test_bind_checks_its_arguments },
 	CU_TEST_INFO_NULL,
 };
