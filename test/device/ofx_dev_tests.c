@@ -10,6 +10,11 @@
  *   p2p_ep_attr_off     a per-EP "P2P"="off" attribute on the active EP
  *                       overrides ia_params p2p=on: both ends report off
  *                       and data still flows.
+ *   cr_handoff          the server's PSP hands the request to a second PSP
+ *                       (dat_cr_handoff); it arrives on that PSP's CR EVD
+ *                       with its qualifier and is accepted there.  Before
+ *                       that, dat_ep_recv_query counts the pre-posted
+ *                       receives and their lengths.
  *
  * Usage: ofx_dev_tests server [IA]          (prints "server ready")
  *        ofx_dev_tests client SERVER_IP [IA]
@@ -220,24 +225,61 @@ static int expect_p2p(struct conn *c, const char *want, const char *side)
 
 static char expected_text[NMSG][MSG_LEN];
 
-/* One passive connection: pre-post, accept, send first, then receive. */
-static int serve_one(struct conn *c, const char *want_p2p, const char *tag)
+/* With `handoff`, the request is handed from QUAL's PSP to QUAL + 1's. */
+static int take_request(struct conn *c, bool handoff, DAT_PSP_HANDLE psp2,
+			DAT_EVD_HANDLE cr_evd2, const char *tag, DAT_CR_HANDLE *cr_p)
 {
-	DAT_PSP_HANDLE psp;
 	DAT_EVENT ev;
 	DAT_COUNT nmore;
 
-	if (create_ep(c, NULL) || post_recvs(c))
-		return -1;
-	CHECK_DAT(dat_psp_create(c->ia, QUAL, c->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
-	printf("server ready (%s)\n", tag);
-	fflush(stdout);
 	CHECK_DAT(dat_evd_wait(c->cr_evd, TIMEOUT_US, 1, &ev, &nmore));
 	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
 		fail("%s: cr event 0x%x", tag, ev.event_number);
 		return -1;
 	}
-	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
+	*cr_p = ev.event_data.cr_arrival_event_data.cr_handle;
+	if (!handoff)
+		return 0;
+	CHECK_DAT(dat_cr_handoff(*cr_p, QUAL + 1));
+	CHECK_DAT(dat_evd_wait(cr_evd2, TIMEOUT_US, 1, &ev, &nmore));
+	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
+	    ev.event_data.cr_arrival_event_data.conn_qual != QUAL + 1 ||
+	    ev.event_data.cr_arrival_event_data.sp_handle.psp_handle != psp2) {
+		fail("%s: after handoff: event 0x%x qual %llu", tag, ev.event_number,
+		     (unsigned long long)ev.event_data.cr_arrival_event_data.conn_qual);
+		return -1;
+	}
+	*cr_p = ev.event_data.cr_arrival_event_data.cr_handle;
+	printf("ok %s: request handed off to qual %d\n", tag, QUAL + 1);
+	return 0;
+}
+
+/* One passive connection: pre-post, accept, send first, then receive. */
+static int serve_one(struct conn *c, const char *want_p2p, const char *tag, bool handoff)
+{
+	DAT_PSP_HANDLE psp, psp2 = DAT_HANDLE_NULL;
+	DAT_EVD_HANDLE cr_evd2 = DAT_HANDLE_NULL;
+	DAT_COUNT nbufs, span;
+	DAT_CR_HANDLE cr;
+
+	if (create_ep(c, NULL) || post_recvs(c))
+		return -1;
+	CHECK_DAT(dat_ep_recv_query(c->ep, &nbufs, &span));
+	if (nbufs != NRECV || span != NRECV * MSG_LEN) {
+		fail("%s: ep_recv_query %d buffers spanning %d, expected %d and %d", tag, nbufs,
+		     span, NRECV, NRECV * MSG_LEN);
+		return -1;
+	}
+	CHECK_DAT(dat_psp_create(c->ia, QUAL, c->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	if (handoff) {
+		CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd2));
+		CHECK_DAT(dat_psp_create(c->ia, QUAL + 1, cr_evd2, DAT_PSP_CONSUMER_FLAG, &psp2));
+	}
+	printf("server ready (%s)\n", tag);
+	fflush(stdout);
+	if (take_request(c, handoff, psp2, cr_evd2, tag, &cr))
+		return -1;
+	CHECK_DAT(dat_cr_accept(cr, c->ep, 0, NULL));
 	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED))
 		return -1;
 	/* the passive side transmits first, at once */
@@ -251,6 +293,10 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag)
 	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))
 		return -1;
 	CHECK_DAT(dat_psp_free(psp));
+	if (handoff) {
+		CHECK_DAT(dat_psp_free(psp2));
+		CHECK_DAT(dat_evd_free(cr_evd2));
+	}
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
 	return 0;
@@ -318,15 +364,19 @@ int main(int argc, char **argv)
 	if (open_conn(&c, ia))
 		return 1;
 	if (server) {
-		if (!serve_one(&c, "on", "p2p_passive_first"))
+		if (!serve_one(&c, "on", "p2p_passive_first", false))
 			printf("ok p2p_passive_first (server)\n");
-		if (!serve_one(&c, "off", "p2p_ep_attr_off"))
+		if (!serve_one(&c, "off", "p2p_ep_attr_off", false))
 			printf("ok p2p_ep_attr_off (server)\n");
+		if (!serve_one(&c, "on", "cr_handoff", true))
+			printf("ok cr_handoff (server)\n");
 	} else {
 		if (!connect_one(&c, argv[2], NULL, "on", "p2p_passive_first"))
 			printf("ok p2p_passive_first (client)\n");
 		if (!connect_one(&c, argv[2], "off", "off", "p2p_ep_attr_off"))
 			printf("ok p2p_ep_attr_off (client)\n");
+		if (!connect_one(&c, argv[2], NULL, "on", "cr_handoff"))
+			printf("ok cr_handoff (client)\n");
 	}
 	close_conn(&c);
 	if (failures)
