@@ -1125,7 +1125,7 @@ static void ofx_ia_fill_provider_attr(struct ofx_ia *ia, const struct ibv_port_a
 		memcpy((void *)a->evd_stream_merging_supported, merge, sizeof(merge));
 	}
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_SUPPORTED, a->srq_supported, DAT_TRUE);
-	/* dat_srq_set_lw works; dat_ep_set_watermark does not (srq.h) */
+	/* dat_srq_set_lw works; dat_ep_set_watermark only stores its values (ep.h) */
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_WATERMARKS_SUPPORTED, a->srq_watermarks_supported,
 		DAT_TRUE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_EP_PZ_DIFFERENCE_SUPPORTED,

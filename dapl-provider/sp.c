@@ -179,6 +179,12 @@ DAT_RETURN ofx_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EVD_H
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
 	if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
 		return OFX_INVALID_ARG(4);
+	/*
+	 * A provider-created EP (contract 3.6) has no PZ or EVDs until the
+	 * consumer's dat_ep_modify before accept, but an EP here owns its QP
+	 * (and so a PD) from creation on; supporting it needs lazy QP creation
+	 * and ep_modify of PZ/EVDs.
+	 */
 	if (flags == DAT_PSP_PROVIDER_FLAG) {
 		ofx_info("psp with DAT_PSP_PROVIDER_FLAG is not supported");
 		return DAT_MODEL_NOT_SUPPORTED;

@@ -52,8 +52,10 @@ struct ofx_ep;
  * is polled, so dat_srq_query reports available_dto_count and
  * outstanding_dto_count both as "posted and not yet polled".
  *
- * dat_ep_recv_query and dat_ep_set_watermark stay DAT_NOT_IMPLEMENTED (the
- * stubs in unsupported.c log the first call), as in stock.
+ * dat_ep_recv_query on an SRQ EP answers DAT_VALUE_UNKNOWN for both counts
+ * (which SRQ receives a QP holds is known only to the device), and
+ * dat_ep_set_watermark stores the EP's high watermarks without ever raising
+ * DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT (ep.h).  Stock answers NOT_IMPLEMENTED.
  *
  * LAST_WQE_REACHED: when the QP of an SRQ EP goes to error the device
  * should raise IBV_EVENT_QP_LAST_WQE_REACHED; stock turns it into

@@ -78,7 +78,8 @@ vm_run cfg.bad-key 60 bash -c "ona dtest -P ofx-rxe-bad -s; exit 0"
 vm_expect cfg.bad-key 'DAT_INVALID_PARAMETER' "$DTEST_PASS"
 dtest_pair dtest.xrc-auto ofx-rxe-xrcauto -b 4096 -B 20
 
-# 5. the project's own DAT consumers (test/device/*.c), when built.
+# 5. the project's own DAT consumers (test/device/*.c), when built; ofx_dev_tests
+#    includes dat_cr_handoff between two PSPs and dat_ep_recv_query.
 if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_dev_tests" ]; then
 	vm_pair dev.tests 300 log:'server ready' \
 		"ona $OFX_TOP_BUILDDIR/test/device/ofx_dev_tests server" \
@@ -140,7 +141,9 @@ dtestx_pair dtestx.stock-ofx ofa-v2-rxe ofx-rxe
 # ofx_rmr_test binds memory windows (dat_rmr_create = type 1, revoked by an
 # unbind; DAT_RMR_CREATE_FOR_EP = type 2, revoked by rmr_free), the peer
 # RDMA-writes through them, then its write through a revoked window must fail
-# with a remote access error and break its EP.
+# with a remote access error and break its EP.  In its third round the client
+# revokes a type 2 window itself with DAT_EP_POST_SEND_WITH_INVALIDATE; the
+# server's receive event must name the invalidated rmr_context.
 dtest_pair dtest.cno ofx-rxe -c -b 65536 -B 200
 dtest_pair dtest.cno.mix-ab mix-ab -c -b 4096 -B 100
 dtest_pair dtest.cno.mix-ba mix-ba -c -b 4096 -B 100
