@@ -655,6 +655,13 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 		ep->cm_established = true;
 		if (ep->p2p && !ep->rtr_arrived) {
 			ep->state = OFX_EP_RTR_WAIT;
+			/*
+			 * The initiator queues its RTR before its RTU, so it has
+			 * usually landed already: poll the recv CQ right after
+			 * this handler instead of at the next 1 ms tick.
+			 */
+			ofx_progress_timer_arm(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_poll,
+					       ep);
 			return;
 		}
 		ep->state = ep->p2p ? OFX_EP_RTR_WAIT : OFX_EP_CONNECTED;
