@@ -76,7 +76,12 @@ vm_run cfg.xrc-on 60 bash -c "ona dtest -P ofx-rxe-xrc -s; exit 0"
 vm_expect cfg.xrc-on 'DAT_MODEL_NOT_SUPPORTED|dat_ia_open.*(MODEL|NOT)' "$DTEST_PASS"
 vm_run cfg.bad-key 60 bash -c "ona dtest -P ofx-rxe-bad -s; exit 0"
 vm_expect cfg.bad-key 'DAT_INVALID_PARAMETER' "$DTEST_PASS"
-dtest_pair dtest.xrc-auto ofx-rxe-xrcauto -b 4096 -B 20
+# xrc=auto on a device without XRC: the whole stock regression over the RC fallback
+vm_run regress.xrcauto 1200 "$OFX_TOP_SRCDIR/dapltest-scripts/regress" --quick \
+	--only trans,perf,dtest,dtestx,dtestcm,dtestsrq \
+	--server-cmd ona --client-cmd onb --log /out/logs/regress.xrcauto \
+	ofx-rxe-xrcauto ofx-rxe-xrcauto "$A"
+vm_expect regress.xrcauto ' 0 failed;' 'FAIL'
 
 # 5. the project's own DAT consumers (test/device/*.c), when built; ofx_dev_tests
 #    includes dat_cr_handoff between two PSPs and dat_ep_recv_query.
