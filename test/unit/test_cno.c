@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "cno.h"
 #include "dto.h"
@@ -23,189 +24,19 @@
 #include <dat2/udat.h>
 
 /*
- * Consumer notification objects without a device.  The IA is built by hand
- * (with a real progress engine) and CQ-backed EVDs use a CQ model: scripted
- * completions, a one-shot arm, and a pipe standing in for the completion
- * channel, written when a completion lands on an armed CQ.
+ * Consumer notification objects without a device.  The IA is the hand-built
+ * one from fake_verbs.h (plus a real progress engine) and CQ-backed EVDs use
+ * its CQ model.
  */
 
-#define FAKE_CQ_MAX 64
-
-struct fake_channel {
-	struct ibv_comp_channel ch;
-	int wfd;
-	struct fake_cq *cq;
-};
-
-struct fake_cq {
-	struct ibv_cq cq;
-	pthread_mutex_t lock;
-	struct ibv_wc q[FAKE_CQ_MAX];
-	int head, count;
-	bool armed;
-	unsigned int events, acked;
-	struct fake_channel *fch;
-};
-
-static struct ofx_verbs_ops fake_ops;
-static DAT_PROVIDER test_provider;
 static struct ofx_ia ia, other_ia;
 static int dummy_ctx;
 
-static struct ibv_comp_channel *fake_create_comp_channel(struct ibv_context *ctx)
-{
-	struct fake_channel *f = calloc(1, sizeof(*f));
-	int fds[2];
-
-	if (!f || pipe(fds)) {
-		free(f);
-		return NULL;
-	}
-	f->ch.context = ctx;
-	f->ch.fd = fds[0];
-	f->wfd = fds[1];
-	return &f->ch;
-}
-
-static int fake_destroy_comp_channel(struct ibv_comp_channel *ch)
-{
-	struct fake_channel *f = (struct fake_channel *)ch;
-
-	close(f->ch.fd);
-	close(f->wfd);
-	free(f);
-	return 0;
-}
-
-static struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-				     struct ibv_comp_channel *ch, int vec)
-{
-	struct fake_cq *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return NULL;
-	pthread_mutex_init(&f->lock, NULL);
-	f->cq.context = ctx;
-	f->cq.channel = ch;
-	f->cq.cq_context = cq_context;
-	f->cq.cqe = cqe;
-	f->fch = (struct fake_channel *)ch;
-	f->fch->cq = f;
-	return &f->cq;
-}
-
-static int fake_destroy_cq(struct ibv_cq *cq)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-
-	CU_ASSERT_EQUAL(f->acked, f->events);
-	pthread_mutex_destroy(&f->lock);
-	free(f);
-	return 0;
-}
-
-static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-	int i;
-
-	pthread_mutex_lock(&f->lock);
-	for (i = 0; i < n && f->count; i++) {
-		wc[i] = f->q[f->head];
-		f->head = (f->head + 1) % FAKE_CQ_MAX;
-		f->count--;
-	}
-	pthread_mutex_unlock(&f->lock);
-	return i;
-}
-
-static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-
-	pthread_mutex_lock(&f->lock);
-	f->armed = true;
-	pthread_mutex_unlock(&f->lock);
-	return 0;
-}
-
-static int fake_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
-{
-	struct fake_channel *fch = (struct fake_channel *)ch;
-	char b;
-
-	if (read(ch->fd, &b, 1) != 1)
-		return -1;	/* errno EAGAIN from the non-blocking pipe */
-	pthread_mutex_lock(&fch->cq->lock);
-	fch->cq->events++;
-	pthread_mutex_unlock(&fch->cq->lock);
-	*cq = &fch->cq->cq;
-	*ctx = fch->cq->cq.cq_context;
-	return 0;
-}
-
-static void fake_ack_cq_events(struct ibv_cq *cq, unsigned int n)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-
-	pthread_mutex_lock(&f->lock);
-	f->acked += n;
-	pthread_mutex_unlock(&f->lock);
-}
-
-/* A completion lands on the CQ; an armed CQ fires its channel once. */
-static void fake_cq_push(struct ofx_evd *evd, const struct ibv_wc *wc)
-{
-	struct fake_cq *f = (struct fake_cq *)evd->cq;
-	char b = 1;
-
-	pthread_mutex_lock(&f->lock);
-	f->q[(f->head + f->count) % FAKE_CQ_MAX] = *wc;
-	f->count++;
-	if (f->armed) {
-		f->armed = false;
-		CU_ASSERT_EQUAL(write(f->fch->wfd, &b, 1), 1);
-	}
-	pthread_mutex_unlock(&f->lock);
-}
-
-static int fake_cq_pending_count(struct fake_cq *f)
-{
-	int n;
-
-	pthread_mutex_lock(&f->lock);
-	n = f->count;
-	pthread_mutex_unlock(&f->lock);
-	return n;
-}
-
-static void ia_setup(struct ofx_ia *i)
-{
-	memset(i, 0, sizeof(*i));
-	i->obj.provider = &test_provider;
-	i->obj.type = OFX_OBJ_IA;
-	i->obj.ia = i;
-	pthread_mutex_init(&i->obj_lock, NULL);
-	ofx_list_init(&i->objects);
-	i->verbs = (struct ibv_context *)&dummy_ctx;
-	i->dev_attr.max_cqe = 1024;
-	i->cfg.cq_batch = 16;
-}
-
 static void setup(void)
 {
-	fake_ops = ofx_verbs_real;
-	fake_ops.create_comp_channel = fake_create_comp_channel;
-	fake_ops.destroy_comp_channel = fake_destroy_comp_channel;
-	fake_ops.create_cq = fake_create_cq;
-	fake_ops.destroy_cq = fake_destroy_cq;
-	fake_ops.poll_cq = fake_poll_cq;
-	fake_ops.req_notify_cq = fake_req_notify_cq;
-	fake_ops.get_cq_event = fake_get_cq_event;
-	fake_ops.ack_cq_events = fake_ack_cq_events;
-	ofx_verbs_set(&fake_ops);
-	ia_setup(&ia);
-	ia_setup(&other_ia);
+	fake_verbs_install();
+	fake_ia_init(&ia);
+	fake_ia_init(&other_ia);
 	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "cnotest") == 0);
 }
 
@@ -213,10 +44,11 @@ static void teardown(void)
 {
 	ofx_progress_stop(ia.progress);
 	ia.progress = NULL;
-	CU_ASSERT_TRUE(ofx_list_empty(&ia.objects));
-	CU_ASSERT_TRUE(ofx_list_empty(&other_ia.objects));
-	pthread_mutex_destroy(&ia.obj_lock);
-	pthread_mutex_destroy(&other_ia.obj_lock);
+	fake_ia_fini(&ia);
+	fake_ia_fini(&other_ia);
+	/* every CQ was destroyed with its events acked, every channel write landed */
+	CU_ASSERT_EQUAL(fake_verbs.unbalanced, 0);
+	CU_ASSERT_EQUAL(atomic_load(&fake_verbs.write_failures), 0);
 	ofx_verbs_set(NULL);
 }
 
@@ -592,47 +424,10 @@ static void test_proxy_agent_is_called_once_with_the_evd(void)
 	teardown();
 }
 
-/* An EP whose send ring backs the cookies of scripted completions. */
-static struct ofx_ep *ep_new(void)
-{
-	struct ofx_ep *ep = calloc(1, sizeof(*ep));
-
-	CU_ASSERT_FATAL(ep != NULL);
-	ep->obj.type = OFX_OBJ_EP;
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, 16, ep) == 0);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, 16, ep) == 0);
-	return ep;
-}
-
-static void ep_delete(struct ofx_ep *ep)
-{
-	ofx_cookie_ring_fini(&ep->send_ring);
-	ofx_cookie_ring_fini(&ep->recv_ring);
-	free(ep);
-}
-
-static struct ibv_wc send_wc(struct ofx_ep *ep, uint64_t user)
-{
-	struct ofx_cookie *c = ofx_cookie_ring_reserve(&ep->send_ring);
-	struct ibv_wc wc;
-
-	CU_ASSERT_FATAL(c != NULL);
-	c->user.as_64 = user;
-	c->len = 64;
-	c->op = OFX_OP_SEND;
-	c->flags = 0;
-	ofx_cookie_ring_commit(&ep->send_ring);
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = (uintptr_t)c;
-	wc.status = IBV_WC_SUCCESS;
-	wc.opcode = IBV_WC_SEND;
-	return wc;
-}
-
 static void test_completion_on_a_dto_evd_triggers_through_the_progress_engine(void)
 {
 	struct cno_waiter w = { 0 };
-	struct ofx_ep *ep = ep_new();
+	struct ofx_ep *ep = fake_ep_new(16);
 	struct ibv_wc wc, early;
 	DAT_EVD_HANDLE evd;
 	DAT_EVENT ev;
@@ -642,7 +437,7 @@ static void test_completion_on_a_dto_evd_triggers_through_the_progress_engine(vo
 	w.cno = cno_new();
 	evd = evd_new(DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG);
 	/* a completion already in the CQ at attach time triggers at once */
-	early = send_wc(ep, 0x11);
+	early = fake_send_wc(ep, 0x11);
 	fake_cq_push(ofx_evd_from_handle(evd), &early);
 	CU_ASSERT_EQUAL(ofx_evd_modify_cno(evd, w.cno), DAT_SUCCESS);
 	CU_ASSERT_PTR_EQUAL(poll_cno(w.cno), evd);
@@ -652,13 +447,13 @@ static void test_completion_on_a_dto_evd_triggers_through_the_progress_engine(vo
 	/* nobody polls the CQ: the progress engine drains it and triggers */
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, cno_wait_thread, &w) == 0);
 	sleep_us(20000);
-	wc = send_wc(ep, 0x22);
+	wc = fake_send_wc(ep, 0x22);
 	fake_cq_push(ofx_evd_from_handle(evd), &wc);
 	pthread_join(t, NULL);
 	CU_ASSERT_EQUAL(w.ret, DAT_SUCCESS);
 	CU_ASSERT_PTR_EQUAL(w.evd, evd);
 	/* already in the ring: dequeue finds it without touching the CQ */
-	CU_ASSERT_EQUAL(fake_cq_pending_count((struct fake_cq *)ofx_evd_from_handle(evd)->cq), 0);
+	CU_ASSERT_EQUAL(fake_cq_pending(ofx_evd_from_handle(evd)), 0);
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
 	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 0x22);
@@ -666,7 +461,7 @@ static void test_completion_on_a_dto_evd_triggers_through_the_progress_engine(vo
 
 	/* detached: the channel is no longer watched, nothing triggers */
 	CU_ASSERT_EQUAL(ofx_evd_modify_cno(evd, DAT_HANDLE_NULL), DAT_SUCCESS);
-	wc = send_wc(ep, 0x33);
+	wc = fake_send_wc(ep, 0x33);
 	fake_cq_push(ofx_evd_from_handle(evd), &wc);
 	sleep_us(20000);
 	CU_ASSERT_PTR_EQUAL(poll_cno(w.cno), (DAT_EVD_HANDLE)-1);
@@ -675,7 +470,7 @@ static void test_completion_on_a_dto_evd_triggers_through_the_progress_engine(vo
 
 	CU_ASSERT_EQUAL(ofx_evd_free(evd), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_cno_free(w.cno), DAT_SUCCESS);
-	ep_delete(ep);
+	fake_ep_delete(ep);
 	teardown();
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "dto.h"
 #include "ep.h"
@@ -20,226 +21,28 @@
 #include <dat2/udat.h>
 
 /*
- * Event dispatchers without a device.  The IA is built by hand (only the
- * fields evd.c reads) and the CQ is a model installed with ofx_verbs_set():
- * scripted work completions, a one-shot arm, and a pipe standing in for
- * the completion channel fd, written when a completion lands on an armed
- * CQ (or on demand, for spurious wakeups).
+ * Event dispatchers without a device, on the hand-built IA and the CQ model
+ * of fake_verbs.h: scripted work completions, a one-shot arm, and a pipe
+ * standing in for the completion channel fd, written when a completion
+ * lands on an armed CQ (or on demand, for spurious wakeups).
  */
 
-#define FAKE_CQ_MAX 256
 #define CQE_EXTRA 3		/* the model rounds the CQ up like a device may */
 
-struct fake_channel {
-	struct ibv_comp_channel ch;
-	int wfd;
-	struct fake_cq *cq;
-};
-
-struct fake_cq {
-	struct ibv_cq cq;
-	pthread_mutex_t lock;
-	struct ibv_wc q[FAKE_CQ_MAX];
-	int head, count;
-	bool armed;
-	int max_poll;		/* largest n passed to poll_cq */
-	unsigned int events, acked;
-	struct fake_channel *fch;
-};
-
-static struct ofx_verbs_ops fake_ops;
-static unsigned int fake_unbalanced;	/* CQs destroyed with unacked events */
-/* CUnit is not thread-safe: helper threads count failures, the test asserts them */
-static atomic_uint fake_write_failures;
 static struct ofx_ia test_ia;
-static int dummy_ctx;
-
-static struct ibv_comp_channel *fake_create_comp_channel(struct ibv_context *ctx)
-{
-	struct fake_channel *f = calloc(1, sizeof(*f));
-	int fds[2];
-
-	if (!f || pipe(fds)) {
-		free(f);
-		return NULL;
-	}
-	f->ch.context = ctx;
-	f->ch.fd = fds[0];
-	f->wfd = fds[1];
-	return &f->ch;
-}
-
-static int fake_destroy_comp_channel(struct ibv_comp_channel *ch)
-{
-	struct fake_channel *f = (struct fake_channel *)ch;
-
-	close(f->ch.fd);
-	close(f->wfd);
-	free(f);
-	return 0;
-}
-
-static struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-				     struct ibv_comp_channel *ch, int vec)
-{
-	struct fake_cq *f = calloc(1, sizeof(*f));
-
-	if (!f)
-		return NULL;
-	pthread_mutex_init(&f->lock, NULL);
-	f->cq.context = ctx;
-	f->cq.channel = ch;
-	f->cq.cq_context = cq_context;
-	f->cq.cqe = cqe + CQE_EXTRA;
-	f->fch = (struct fake_channel *)ch;
-	f->fch->cq = f;
-	return &f->cq;
-}
-
-static int fake_destroy_cq(struct ibv_cq *cq)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-
-	if (f->acked != f->events)
-		fake_unbalanced++;
-	pthread_mutex_destroy(&f->lock);
-	free(f);
-	return 0;
-}
-
-static int fake_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-	int i;
-
-	pthread_mutex_lock(&f->lock);
-	if (n > f->max_poll)
-		f->max_poll = n;
-	for (i = 0; i < n && f->count; i++) {
-		wc[i] = f->q[f->head];
-		f->head = (f->head + 1) % FAKE_CQ_MAX;
-		f->count--;
-	}
-	pthread_mutex_unlock(&f->lock);
-	return i;
-}
-
-static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-
-	pthread_mutex_lock(&f->lock);
-	f->armed = true;
-	pthread_mutex_unlock(&f->lock);
-	return 0;
-}
-
-static int fake_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
-{
-	struct fake_channel *fch = (struct fake_channel *)ch;
-	char b;
-
-	if (read(ch->fd, &b, 1) != 1)
-		return -1;	/* errno EAGAIN from the non-blocking pipe */
-	pthread_mutex_lock(&fch->cq->lock);
-	fch->cq->events++;
-	pthread_mutex_unlock(&fch->cq->lock);
-	*cq = &fch->cq->cq;
-	*ctx = fch->cq->cq.cq_context;
-	return 0;
-}
-
-static void fake_ack_cq_events(struct ibv_cq *cq, unsigned int n)
-{
-	struct fake_cq *f = (struct fake_cq *)cq;
-
-	pthread_mutex_lock(&f->lock);
-	f->acked += n;
-	pthread_mutex_unlock(&f->lock);
-}
-
-/* A completion lands on the CQ (any thread); an armed CQ fires its channel once. */
-static void fake_cq_push(struct ofx_evd *evd, const struct ibv_wc *wc)
-{
-	struct fake_cq *f = (struct fake_cq *)evd->cq;
-	char b = 1;
-
-	pthread_mutex_lock(&f->lock);
-	f->q[(f->head + f->count) % FAKE_CQ_MAX] = *wc;
-	f->count++;
-	if (f->armed) {
-		f->armed = false;
-		if (write(f->fch->wfd, &b, 1) != 1)
-			atomic_fetch_add(&fake_write_failures, 1);
-	}
-	pthread_mutex_unlock(&f->lock);
-}
-
-/* A channel event with nothing new in the CQ. */
-static void fake_spurious_channel_event(struct ofx_evd *evd)
-{
-	struct fake_cq *f = (struct fake_cq *)evd->cq;
-	char b = 1;
-
-	if (write(f->fch->wfd, &b, 1) != 1)
-		atomic_fetch_add(&fake_write_failures, 1);
-}
-
-static int fake_cq_pending(struct ofx_evd *evd)
-{
-	struct fake_cq *f = (struct fake_cq *)evd->cq;
-	int n;
-
-	pthread_mutex_lock(&f->lock);
-	n = f->count;
-	pthread_mutex_unlock(&f->lock);
-	return n;
-}
-
-/* The model CQ can grow up to its array; beyond that it fails like a device. */
-static int fake_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	if (cqe > FAKE_CQ_MAX)
-		return ENOMEM;
-	cq->cqe = cqe;
-	return 0;
-}
 
 static void setup(void)
 {
-	static bool ia_ready;
-
-	fake_ops = ofx_verbs_real;
-	fake_ops.create_comp_channel = fake_create_comp_channel;
-	fake_ops.destroy_comp_channel = fake_destroy_comp_channel;
-	fake_ops.create_cq = fake_create_cq;
-	fake_ops.destroy_cq = fake_destroy_cq;
-	fake_ops.poll_cq = fake_poll_cq;
-	fake_ops.req_notify_cq = fake_req_notify_cq;
-	fake_ops.get_cq_event = fake_get_cq_event;
-	fake_ops.ack_cq_events = fake_ack_cq_events;
-	fake_ops.resize_cq = fake_resize_cq;
-	ofx_verbs_set(&fake_ops);
-	fake_unbalanced = 0;
-	atomic_store(&fake_write_failures, 0);
-
-	if (!ia_ready) {
-		test_ia.obj.type = OFX_OBJ_IA;
-		test_ia.obj.ia = &test_ia;
-		pthread_mutex_init(&test_ia.obj_lock, NULL);
-		ofx_list_init(&test_ia.objects);
-		ia_ready = true;
-	}
-	test_ia.verbs = (struct ibv_context *)&dummy_ctx;
-	test_ia.dev_attr.max_cqe = 1024;
-	test_ia.cfg.cq_batch = 16;
-	test_ia.async_evd = NULL;
+	fake_verbs_install();
+	fake_verbs.cq_extra = CQE_EXTRA;
+	fake_ia_init(&test_ia);
 }
 
 static void teardown(void)
 {
-	CU_ASSERT_EQUAL(fake_unbalanced, 0);
-	CU_ASSERT_EQUAL(atomic_load(&fake_write_failures), 0);
+	CU_ASSERT_EQUAL(fake_verbs.unbalanced, 0);
+	CU_ASSERT_EQUAL(atomic_load(&fake_verbs.write_failures), 0);
+	fake_ia_fini(&test_ia);
 	ofx_verbs_set(NULL);
 }
 
@@ -299,44 +102,6 @@ static void await_waiter(struct ofx_evd *evd)
 	sleep_us(5000);	/* let it reach poll() */
 }
 
-/* An EP whose rings back the cookies of scripted completions. */
-static struct ofx_ep *ep_new(void)
-{
-	struct ofx_ep *ep = calloc(1, sizeof(*ep));
-
-	CU_ASSERT_FATAL(ep != NULL);
-	ep->obj.type = OFX_OBJ_EP;
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, 64, ep) == 0);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, 64, ep) == 0);
-	return ep;
-}
-
-static void ep_delete(struct ofx_ep *ep)
-{
-	ofx_cookie_ring_fini(&ep->send_ring);
-	ofx_cookie_ring_fini(&ep->recv_ring);
-	free(ep);
-}
-
-/* Posts a signaled send with cookie `user` and returns its success completion. */
-static struct ibv_wc send_wc(struct ofx_ep *ep, uint64_t user)
-{
-	struct ofx_cookie *c = ofx_cookie_ring_reserve(&ep->send_ring);
-	struct ibv_wc wc;
-
-	CU_ASSERT_FATAL(c != NULL);
-	c->user.as_64 = user;
-	c->len = 64;
-	c->op = OFX_OP_SEND;
-	c->flags = 0;
-	ofx_cookie_ring_commit(&ep->send_ring);
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = (uintptr_t)c;
-	wc.status = IBV_WC_SUCCESS;
-	wc.opcode = IBV_WC_SEND;
-	return wc;
-}
-
 struct waiter_arg {
 	struct ofx_evd *evd;
 	DAT_TIMEOUT timeout;
@@ -372,7 +137,7 @@ static void join_waiter(struct ofx_evd *evd, pthread_t th)
 	if (evd_has_waiter(evd)) {
 		post_conn(evd, -1);
 		if (write(evd->wake_fd, &one, sizeof(one)) != sizeof(one))
-			atomic_fetch_add(&fake_write_failures, 1);
+			atomic_fetch_add(&fake_verbs.write_failures, 1);
 	}
 	pthread_join(th, NULL);
 }
@@ -603,11 +368,11 @@ static void test_completion_wakes_infinite_waiter(void)
 	pthread_t wt;
 
 	setup();
-	ep = ep_new();
+	ep = fake_ep_new(64);
 	w.evd = evd_new(4, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
 	await_waiter(w.evd);
-	wc = send_wc(ep, 0xabc);
+	wc = fake_send_wc(ep, 0xabc);
 	fake_cq_push(w.evd, &wc);
 	join_waiter(w.evd, wt);
 	CU_ASSERT(w.elapsed_us < 1000000);
@@ -617,7 +382,7 @@ static void test_completion_wakes_infinite_waiter(void)
 	CU_ASSERT_PTR_EQUAL(w.ev.evd_handle, w.evd);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 	ofx_evd_destroy(w.evd);
-	ep_delete(ep);
+	fake_ep_delete(ep);
 	teardown();
 }
 
@@ -629,16 +394,16 @@ static void test_threshold_two_waits_for_two_events(void)
 	pthread_t wt;
 
 	setup();
-	ep = ep_new();
+	ep = fake_ep_new(64);
 	w.evd = evd_new(8, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
 	await_waiter(w.evd);
-	wc = send_wc(ep, 1);
+	wc = fake_send_wc(ep, 1);
 	fake_cq_push(w.evd, &wc);
 	sleep_us(50000);
 	/* one completion is not enough: still waiting */
 	CU_ASSERT_TRUE(evd_has_waiter(w.evd));
-	wc = send_wc(ep, 2);
+	wc = fake_send_wc(ep, 2);
 	fake_cq_push(w.evd, &wc);
 	join_waiter(w.evd, wt);
 	CU_ASSERT(w.elapsed_us < 1000000);
@@ -647,7 +412,7 @@ static void test_threshold_two_waits_for_two_events(void)
 	CU_ASSERT_EQUAL(w.nmore, 1);
 	CU_ASSERT(w.elapsed_us >= 50000);
 	ofx_evd_destroy(w.evd);
-	ep_delete(ep);
+	fake_ep_delete(ep);
 	teardown();
 }
 
@@ -665,7 +430,7 @@ static void *spurious_main(void *p)
 	while (!atomic_load(&a->stop) && now_us() < end) {
 		fake_spurious_channel_event(a->evd);
 		if (write(a->evd->wake_fd, &one, sizeof(one)) != sizeof(one))
-			atomic_fetch_add(&fake_write_failures, 1);
+			atomic_fetch_add(&fake_verbs.write_failures, 1);
 		sleep_us(2000);
 	}
 	/* watchdog: a wait that never expires must fail the test, not hang it */
@@ -897,10 +662,10 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 
 	setup();
 	test_ia.cfg.cq_batch = 4;
-	ep = ep_new();
+	ep = fake_ep_new(64);
 	dto = evd_new(16, DAT_EVD_DTO_FLAG);
 	for (i = 0; i < 10; i++) {
-		wc = send_wc(ep, i);
+		wc = fake_send_wc(ep, i);
 		fake_cq_push(dto, &wc);
 	}
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 10);
@@ -913,7 +678,7 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 	/* a ring smaller than the backlog: the rest waits in the CQ, nothing is lost */
 	CU_ASSERT_EQUAL(ofx_evd_resize(dto, 4), DAT_SUCCESS);
 	for (i = 0; i < 7; i++) {
-		wc = send_wc(ep, 100 + i);
+		wc = fake_send_wc(ep, 100 + i);
 		fake_cq_push(dto, &wc);
 	}
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 4);
@@ -927,7 +692,7 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 	ofx_evd_destroy(dto);
-	ep_delete(ep);
+	fake_ep_delete(ep);
 	teardown();
 }
 
@@ -972,7 +737,7 @@ static void test_suppressed_completion_queues_nothing(void)
 	DAT_EVENT ev;
 
 	setup();
-	ep = ep_new();
+	ep = fake_ep_new(64);
 	dto = evd_new(4, DAT_EVD_DTO_FLAG);
 	c = ofx_cookie_ring_reserve(&ep->send_ring);
 	c->op = OFX_OP_RDMA_WRITE;
@@ -985,7 +750,7 @@ static void test_suppressed_completion_queues_nothing(void)
 	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 	ofx_evd_destroy(dto);
-	ep_delete(ep);
+	fake_ep_delete(ep);
 	teardown();
 }
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "ia.h"
 #include "lmr.h"
@@ -14,8 +15,8 @@
 #include <string.h>
 
 /*
- * Privilege translation, and PZ/LMR life cycles against a verbs model that
- * hands out fake PDs and MRs (no device here).
+ * Privilege translation, and PZ/LMR life cycles against the verbs model of
+ * fake_verbs.h, which hands out fake PDs and MRs (no device here).
  */
 
 static void test_privileges_map_to_verbs_access(void)
@@ -45,87 +46,21 @@ static void test_remote_write_and_atomic_imply_local_write(void)
 			IBV_ACCESS_REMOTE_ATOMIC | IBV_ACCESS_LOCAL_WRITE);
 }
 
-/* ---- a verbs model for PDs and MRs ---- */
+/* PDs and MRs come from fake_verbs.h; a PD with MRs is busy, like the kernel. */
 
-static struct ofx_verbs_ops model;
-static int model_pds, model_mrs, model_last_access;
-static int model_reg_errno;
-
-static struct ibv_pd *model_alloc_pd(struct ibv_context *ctx)
-{
-	struct ibv_pd *pd = calloc(1, sizeof(*pd));
-
-	if (pd) {
-		pd->context = ctx;
-		model_pds++;
-	}
-	return pd;
-}
-
-static int model_dealloc_pd(struct ibv_pd *pd)
-{
-	/* Like the kernel: a PD with MRs is busy (errno value returned). */
-	if (model_mrs)
-		return EBUSY;
-	model_pds--;
-	free(pd);
-	return 0;
-}
-
-static struct ibv_mr *model_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
-{
-	struct ibv_mr *mr;
-
-	if (model_reg_errno) {
-		errno = model_reg_errno;
-		return NULL;
-	}
-	mr = calloc(1, sizeof(*mr));
-	if (!mr)
-		return NULL;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = 0x1000 + model_mrs;
-	mr->rkey = 0x2000 + model_mrs;
-	model_last_access = access;
-	model_mrs++;
-	return mr;
-}
-
-static int model_dereg_mr(struct ibv_mr *mr)
-{
-	model_mrs--;
-	free(mr);
-	return 0;
-}
-
-static DAT_PROVIDER test_provider;
 static struct ofx_ia ia;
 
-static void fake_ia_init(void)
+static void setup(void)
 {
-	memset(&ia, 0, sizeof(ia));
-	ia.obj.provider = &test_provider;
-	ia.obj.type = OFX_OBJ_IA;
-	ia.obj.ia = &ia;
-	pthread_mutex_init(&ia.obj_lock, NULL);
-	ofx_list_init(&ia.objects);
-
-	model = ofx_verbs_real;
-	model.alloc_pd = model_alloc_pd;
-	model.dealloc_pd = model_dealloc_pd;
-	model.reg_mr = model_reg_mr;
-	model.dereg_mr = model_dereg_mr;
-	model_pds = model_mrs = model_last_access = model_reg_errno = 0;
-	ofx_verbs_set(&model);
+	fake_verbs_install();
+	fake_verbs.pd_busy_with_mrs = true;
+	fake_ia_init(&ia);
 }
 
-static void fake_ia_fini(void)
+static void teardown(void)
 {
 	ofx_verbs_set(NULL);
-	CU_ASSERT_TRUE(ofx_list_empty(&ia.objects));
-	pthread_mutex_destroy(&ia.obj_lock);
+	fake_ia_fini(&ia);
 }
 
 static void test_lmr_registers_and_reports_its_region(void)
@@ -141,9 +76,9 @@ static void test_lmr_registers_and_reports_its_region(void)
 	DAT_LMR_PARAM param;
 	DAT_PZ_PARAM pz_param;
 
-	fake_ia_init();
+	setup();
 	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz_h) == DAT_SUCCESS);
-	CU_ASSERT_EQUAL(model_pds, 1);
+	CU_ASSERT_EQUAL(fake_verbs.pds, 1);
 	CU_ASSERT_EQUAL(ofx_pz_query(pz_h, DAT_PZ_FIELD_ALL, &pz_param), DAT_SUCCESS);
 	/* Not known to libdat2: the raw pointer comes back. */
 	CU_ASSERT_PTR_EQUAL(pz_param.ia_handle, &ia);
@@ -151,7 +86,7 @@ static void test_lmr_registers_and_reports_its_region(void)
 	CU_ASSERT_FATAL(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz_h,
 				       DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr_h, &lctx,
 				       &rctx, &reg_len, &reg_addr) == DAT_SUCCESS);
-	CU_ASSERT_EQUAL(model_last_access,
+	CU_ASSERT_EQUAL(fake_verbs.last_access,
 			IBV_ACCESS_LOCAL_WRITE | IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_WRITE);
 	CU_ASSERT_EQUAL(lctx, 0x1000);
 	CU_ASSERT_EQUAL(rctx, 0x2000);
@@ -177,11 +112,11 @@ static void test_lmr_registers_and_reports_its_region(void)
 	CU_ASSERT_EQUAL(ofx_pz_free(pz_h), OFX_DAT_ERR(DAT_INVALID_STATE,
 						       DAT_INVALID_STATE_PZ_IN_USE));
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr_h), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(model_mrs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.mrs, 0);
 	CU_ASSERT_EQUAL(atomic_load(&((struct ofx_pz *)pz_h)->refs), 0);
 	CU_ASSERT_EQUAL(ofx_pz_free(pz_h), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(model_pds, 0);
-	fake_ia_fini();
+	CU_ASSERT_EQUAL(fake_verbs.pds, 0);
+	teardown();
 }
 
 static void test_lmr_tolerates_null_outputs_and_reregisters_an_lmr(void)
@@ -192,7 +127,7 @@ static void test_lmr_tolerates_null_outputs_and_reregisters_an_lmr(void)
 	DAT_LMR_PARAM param;
 	DAT_PZ_HANDLE pz_h;
 
-	fake_ia_init();
+	setup();
 	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz_h) == DAT_SUCCESS);
 	/* dapltest passes NULL for every optional output. */
 	CU_ASSERT_FATAL(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz_h,
@@ -208,13 +143,13 @@ static void test_lmr_tolerates_null_outputs_and_reregisters_an_lmr(void)
 	CU_ASSERT_PTR_EQUAL(param.region_desc.for_lmr_handle, lmr_h);
 	CU_ASSERT_EQUAL(param.registered_address, (DAT_VADDR)(uintptr_t)buf);
 	CU_ASSERT_EQUAL(param.registered_size, sizeof(buf));
-	CU_ASSERT_EQUAL(model_last_access, IBV_ACCESS_REMOTE_READ);
+	CU_ASSERT_EQUAL(fake_verbs.last_access, IBV_ACCESS_REMOTE_READ);
 	CU_ASSERT_EQUAL(atomic_load(&((struct ofx_pz *)pz_h)->refs), 2);
 
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr2_h), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr_h), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_pz_free(pz_h), DAT_SUCCESS);
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_lmr_create_rejects_what_it_cannot_register(void)
@@ -226,7 +161,7 @@ static void test_lmr_create_rejects_what_it_cannot_register(void)
 	DAT_PZ_HANDLE pz_h;
 	unsigned int saved = ofx_log_subsys_mask;
 
-	fake_ia_init();
+	setup();
 	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_MEM);
 	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz_h) == DAT_SUCCESS);
 
@@ -252,13 +187,13 @@ static void test_lmr_create_rejects_what_it_cannot_register(void)
 				       DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, NULL, NULL, NULL,
 				       NULL, NULL), OFX_INVALID_ARG(8));
 	/* A verbs failure maps through errno: a bad buffer is a protection violation. */
-	model_reg_errno = EFAULT;
+	fake_verbs.reg_errno = EFAULT;
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region,
 						    sizeof(buf), pz_h, DAT_MEM_PRIV_ALL_FLAG,
 						    DAT_VA_TYPE_VA, &lmr_h, NULL, NULL, NULL,
 						    NULL)), DAT_PROTECTION_VIOLATION);
 	CU_ASSERT_PTR_NULL(lmr_h);
-	CU_ASSERT_EQUAL(model_mrs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.mrs, 0);
 	CU_ASSERT_EQUAL(atomic_load(&((struct ofx_pz *)pz_h)->refs), 0);
 
 	/* The sync calls are no-ops that still check the IA. */
@@ -269,7 +204,7 @@ static void test_lmr_create_rejects_what_it_cannot_register(void)
 
 	CU_ASSERT_EQUAL(ofx_pz_free(pz_h), DAT_SUCCESS);
 	ofx_log_subsys_mask = saved;
-	fake_ia_fini();
+	teardown();
 }
 
 CU_TestInfo ofx_test_lmr[] = {

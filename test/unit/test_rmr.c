@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "dto.h"
 #include "ep.h"
@@ -16,91 +17,21 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /*
- * Remote memory regions (memory windows) against a verbs model: PDs, MRs
- * and windows are plain allocations, binds and work requests are recorded,
- * and completions are scripted into a CQ model that the EVDs poll.
+ * Remote memory regions (memory windows) against the verbs model of
+ * fake_verbs.h: PDs, MRs and windows are plain allocations, and completions
+ * are scripted into its CQ model, which the EVDs poll.  Binds and work
+ * requests are recorded here.
  */
 
 #define MODEL_WR_MAX 16
-#define MODEL_CQ_MAX 32
 
-static struct ofx_verbs_ops model;
-static int model_pds, model_mrs, model_mws, model_last_access;
 static struct ibv_mw_bind model_binds[MODEL_WR_MAX];
 static int model_nbinds;
 static struct ibv_send_wr model_wrs[MODEL_WR_MAX];
 static int model_nwrs;
 static int model_bind_errno;
-
-struct model_cq {
-	struct ibv_cq cq;
-	struct ibv_wc q[MODEL_CQ_MAX];
-	int head, count;
-};
-
-static struct ibv_pd *model_alloc_pd(struct ibv_context *ctx)
-{
-	struct ibv_pd *pd = calloc(1, sizeof(*pd));
-
-	if (pd) {
-		pd->context = ctx;
-		model_pds++;
-	}
-	return pd;
-}
-
-static int model_dealloc_pd(struct ibv_pd *pd)
-{
-	model_pds--;
-	free(pd);
-	return 0;
-}
-
-static struct ibv_mr *model_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
-{
-	struct ibv_mr *mr = calloc(1, sizeof(*mr));
-
-	if (!mr)
-		return NULL;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = 0x1000 + model_mrs;
-	mr->rkey = 0x2000 + model_mrs;
-	model_last_access = access;
-	model_mrs++;
-	return mr;
-}
-
-static int model_dereg_mr(struct ibv_mr *mr)
-{
-	model_mrs--;
-	free(mr);
-	return 0;
-}
-
-static struct ibv_mw *model_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	struct ibv_mw *mw = calloc(1, sizeof(*mw));
-
-	if (!mw)
-		return NULL;
-	mw->pd = pd;
-	mw->type = type;
-	mw->rkey = 0x5500 + ((uint32_t)model_mws << 8);
-	model_mws++;
-	return mw;
-}
-
-static int model_dealloc_mw(struct ibv_mw *mw)
-{
-	model_mws--;
-	free(mw);
-	return 0;
-}
 
 /* Like rxe: posts the bind and advances the key's low byte. */
 static int model_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
@@ -121,64 +52,7 @@ static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 	return 0;
 }
 
-static struct ibv_comp_channel *model_create_comp_channel(struct ibv_context *ctx)
-{
-	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
-	int fds[2];
-
-	if (!ch || pipe(fds)) {
-		free(ch);
-		return NULL;
-	}
-	close(fds[1]);
-	ch->context = ctx;
-	ch->fd = fds[0];
-	return ch;
-}
-
-static int model_destroy_comp_channel(struct ibv_comp_channel *ch)
-{
-	close(ch->fd);
-	free(ch);
-	return 0;
-}
-
-static struct ibv_cq *model_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-				      struct ibv_comp_channel *ch, int vec)
-{
-	struct model_cq *m = calloc(1, sizeof(*m));
-
-	if (!m)
-		return NULL;
-	m->cq.context = ctx;
-	m->cq.channel = ch;
-	m->cq.cq_context = cq_context;
-	m->cq.cqe = cqe;
-	return &m->cq;
-}
-
-static int model_destroy_cq(struct ibv_cq *cq)
-{
-	free(cq);
-	return 0;
-}
-
-static int model_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	struct model_cq *m = (struct model_cq *)cq;
-	int i;
-
-	for (i = 0; i < n && m->count; i++) {
-		wc[i] = m->q[m->head];
-		m->head = (m->head + 1) % MODEL_CQ_MAX;
-		m->count--;
-	}
-	return i;
-}
-
-static DAT_PROVIDER test_provider;
 static struct ofx_ia ia;
-static int dummy_ctx;
 static struct ibv_qp fake_qp = { .qp_num = 0x42 };
 static char buf[4096];
 
@@ -190,45 +64,22 @@ struct fixture {
 	struct ofx_ep *ep;
 };
 
-static void fake_ia_init(int cap_flags)
+static void setup(int cap_flags)
 {
-	memset(&ia, 0, sizeof(ia));
-	ia.obj.provider = &test_provider;
-	ia.obj.type = OFX_OBJ_IA;
-	ia.obj.ia = &ia;
-	pthread_mutex_init(&ia.obj_lock, NULL);
-	ofx_list_init(&ia.objects);
-	ia.verbs = (struct ibv_context *)&dummy_ctx;
-	ia.dev_attr.max_cqe = 1024;
+	fake_verbs_install();
+	fake_verbs.ops.bind_mw = model_bind_mw;
+	fake_verbs.ops.post_send = model_post_send;
+	model_nbinds = model_nwrs = model_bind_errno = 0;
+	fake_ia_init(&ia);
 	ia.dev_attr.device_cap_flags = cap_flags;
 	ia.dev_attr.max_mw = cap_flags ? 64 : 0;
-	ia.cfg.cq_batch = 16;
-
-	model = ofx_verbs_real;
-	model.alloc_pd = model_alloc_pd;
-	model.dealloc_pd = model_dealloc_pd;
-	model.reg_mr = model_reg_mr;
-	model.dereg_mr = model_dereg_mr;
-	model.alloc_mw = model_alloc_mw;
-	model.dealloc_mw = model_dealloc_mw;
-	model.bind_mw = model_bind_mw;
-	model.post_send = model_post_send;
-	model.create_comp_channel = model_create_comp_channel;
-	model.destroy_comp_channel = model_destroy_comp_channel;
-	model.create_cq = model_create_cq;
-	model.destroy_cq = model_destroy_cq;
-	model.poll_cq = model_poll_cq;
-	model_pds = model_mrs = model_mws = model_last_access = 0;
-	model_nbinds = model_nwrs = model_bind_errno = 0;
-	ofx_verbs_set(&model);
 }
 
-static void fake_ia_fini(void)
+static void teardown(void)
 {
 	ofx_verbs_set(NULL);
-	CU_ASSERT_TRUE(ofx_list_empty(&ia.objects));
-	CU_ASSERT_EQUAL(model_pds + model_mrs + model_mws, 0);
-	pthread_mutex_destroy(&ia.obj_lock);
+	fake_ia_fini(&ia);
+	CU_ASSERT_EQUAL(fake_verbs.pds + fake_verbs.mrs + fake_verbs.mws, 0);
 }
 
 /* PZ, LMR over buf, request and connection EVDs, and a connected EP by hand. */
@@ -275,12 +126,10 @@ static void fixture_fini(struct fixture *f)
 /* The device completes the work request whose wr_id is `wr_id`. */
 static void complete(struct fixture *f, uint64_t wr_id, enum ibv_wc_status status)
 {
-	struct model_cq *m = (struct model_cq *)ofx_evd_from_handle(f->req_evd)->cq;
 	struct ibv_wc wc = { .wr_id = wr_id, .status = status, .opcode = IBV_WC_BIND_MW,
 			     .qp_num = fake_qp.qp_num };
 
-	m->q[(m->head + m->count) % MODEL_CQ_MAX] = wc;
-	m->count++;
+	fake_cq_push(ofx_evd_from_handle(f->req_evd), &wc);
 }
 
 static DAT_RMR_COOKIE rcookie(uint64_t v)
@@ -320,7 +169,7 @@ static void test_without_memory_windows_create_is_not_implemented(void)
 	DAT_PZ_HANDLE pz;
 	unsigned int saved = ofx_log_subsys_mask;
 
-	fake_ia_init(0);
+	setup(0);
 	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_MEM);
 	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), 0);
 	CU_ASSERT_EQUAL(ofx_rmr_mr_access(&ia), 0);
@@ -332,11 +181,11 @@ static void test_without_memory_windows_create_is_not_implemented(void)
 	CU_ASSERT_FATAL(ofx_lmr_create(&ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz,
 				       DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_VA_TYPE_VA, &lmr, NULL,
 				       NULL, NULL, NULL) == DAT_SUCCESS);
-	CU_ASSERT_EQUAL(model_last_access, IBV_ACCESS_LOCAL_WRITE);
+	CU_ASSERT_EQUAL(fake_verbs.last_access, IBV_ACCESS_LOCAL_WRITE);
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_pz_free(pz), DAT_SUCCESS);
 	ofx_log_subsys_mask = saved;
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_create_picks_the_window_type_and_query_reports_it(void)
@@ -346,7 +195,7 @@ static void test_create_picks_the_window_type_and_query_reports_it(void)
 	struct ofx_obj not_a_pz = { .type = OFX_OBJ_LMR };
 	DAT_PZ_HANDLE pz;
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	setup(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), IBV_MW_TYPE_1);
 	CU_ASSERT_EQUAL(ofx_rmr_mr_access(&ia), IBV_ACCESS_MW_BIND);
 	CU_ASSERT_EQUAL(ofx_rmr_scope(&ia), DAT_RMR_SCOPE_ANY);
@@ -358,7 +207,7 @@ static void test_create_picks_the_window_type_and_query_reports_it(void)
 	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(pz, &rmr2) == DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr1)->mw->type, IBV_MW_TYPE_1);
 	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr2)->mw->type, IBV_MW_TYPE_2);
-	CU_ASSERT_EQUAL(model_mws, 2);
+	CU_ASSERT_EQUAL(fake_verbs.mws, 2);
 
 	memset(&param, 0xff, sizeof(param));
 	CU_ASSERT_EQUAL(ofx_rmr_query(rmr1, DAT_RMR_FIELD_ALL, &param), DAT_SUCCESS);
@@ -380,15 +229,15 @@ static void test_create_picks_the_window_type_and_query_reports_it(void)
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr1), DAT_SUCCESS);
 	/* the memory is gone: freed handles are checked by the badinput suite */
 	ofx_rmr_destroy(ofx_rmr_from_handle(rmr2));
-	CU_ASSERT_EQUAL(model_mws, 0);
+	CU_ASSERT_EQUAL(fake_verbs.mws, 0);
 	CU_ASSERT_EQUAL(ofx_pz_free(pz), DAT_SUCCESS);
 
 	/* a device with type 2 windows only */
-	fake_ia_fini();
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2A);
+	teardown();
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2A);
 	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), IBV_MW_TYPE_2);
 	CU_ASSERT_EQUAL(ofx_rmr_scope(&ia), DAT_RMR_SCOPE_EP);
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_type1_bind_reports_a_completion_and_query_follows(void)
@@ -399,10 +248,10 @@ static void test_type1_bind_reports_a_completion_and_query_follows(void)
 	DAT_RMR_CONTEXT ctx = 0, old;
 	DAT_RMR_PARAM param;
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW);
+	setup(IBV_DEVICE_MEM_WINDOW);
 	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	/* LMRs of a device with windows can take binds */
-	CU_ASSERT_TRUE(model_last_access & IBV_ACCESS_MW_BIND);
+	CU_ASSERT_TRUE(fake_verbs.last_access & IBV_ACCESS_MW_BIND);
 	CU_ASSERT_FATAL(ofx_rmr_create(f.pz, &rmr) == DAT_SUCCESS);
 	old = ofx_rmr_from_handle(rmr)->mw->rkey;
 
@@ -455,7 +304,7 @@ static void test_type1_bind_reports_a_completion_and_query_follows(void)
 
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
 	fixture_fini(&f);
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_failed_bind_rolls_the_key_back_and_breaks_the_ep(void)
@@ -467,7 +316,7 @@ static void test_failed_bind_rolls_the_key_back_and_breaks_the_ep(void)
 	DAT_EVENT ev;
 	unsigned int saved = ofx_log_subsys_mask;
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW);
+	setup(IBV_DEVICE_MEM_WINDOW);
 	ofx_log_subsys_mask &= ~((1u << OFX_SUBSYS_EP) | (1u << OFX_SUBSYS_DTO) |
 				 (1u << OFX_SUBSYS_MEM));
 	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
@@ -507,7 +356,7 @@ static void test_failed_bind_rolls_the_key_back_and_breaks_the_ep(void)
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
 	fixture_fini(&f);
 	ofx_log_subsys_mask = saved;
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_type2_binds_and_invalidates_with_work_requests(void)
@@ -518,7 +367,7 @@ static void test_type2_binds_and_invalidates_with_work_requests(void)
 	DAT_RMR_CONTEXT k0, k1 = 0, k2 = 0;
 	DAT_EVENT ev;
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &rmr) == DAT_SUCCESS);
 	k0 = ofx_rmr_from_handle(rmr)->mw->rkey;
@@ -564,7 +413,7 @@ static void test_type2_binds_and_invalidates_with_work_requests(void)
 
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
 	fixture_fini(&f);
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_bind_checks_its_arguments(void)
@@ -577,7 +426,7 @@ static void test_bind_checks_its_arguments(void)
 	DAT_RMR_HANDLE rmr, rmr_g;
 	unsigned int saved = ofx_log_subsys_mask;
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW);
+	setup(IBV_DEVICE_MEM_WINDOW);
 	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_MEM);
 	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
 	fixture_init(&g, DAT_EVD_DTO_FLAG);	/* request EVD without RMR_BIND */
@@ -650,7 +499,7 @@ static void test_bind_checks_its_arguments(void)
 	fixture_fini(&g);
 	fixture_fini(&f);
 	ofx_log_subsys_mask = saved;
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_send_with_invalidate_names_the_peer_rkey(void)
@@ -660,7 +509,7 @@ static void test_send_with_invalidate_names_the_peer_rkey(void)
 	DAT_DTO_COOKIE c = { .as_64 = 0x31 };
 	DAT_EVENT ev;
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
 	fixture_init(&f, DAT_EVD_DTO_FLAG);
 	f.ep->attr.max_request_iov = 1;
 	t = triplet(&f, 0, 64);
@@ -694,7 +543,7 @@ static void test_send_with_invalidate_names_the_peer_rkey(void)
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
 	CU_ASSERT_EQUAL(model_nwrs, 2);
 	fixture_fini(&f);
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_send_with_invalidate_needs_mem_mgt_extensions(void)
@@ -703,7 +552,7 @@ static void test_send_with_invalidate_needs_mem_mgt_extensions(void)
 	DAT_LMR_TRIPLET t;
 	DAT_DTO_COOKIE c = { .as_64 = 0x41 };
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	fixture_init(&f, DAT_EVD_DTO_FLAG);
 	f.ep->attr.max_request_iov = 1;
 	t = triplet(&f, 0, 64);
@@ -718,7 +567,7 @@ static void test_send_with_invalidate_needs_mem_mgt_extensions(void)
 	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
 	ofx_evd_drain_cq(ofx_evd_from_handle(f.req_evd));
 	fixture_fini(&f);
-	fake_ia_fini();
+	teardown();
 }
 
 static void test_rdma_read_to_rmr_is_model_not_supported(void)
@@ -728,13 +577,13 @@ static void test_rdma_read_to_rmr_is_model_not_supported(void)
 	DAT_RMR_TRIPLET remote = { .rmr_context = 0x20, .segment_length = 64 };
 	DAT_DTO_COOKIE c = { .as_64 = 0x51 };
 
-	fake_ia_init(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
 	fixture_init(&f, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_EQUAL(ofx_ep_post_rdma_read_to_rmr(f.ep, &local, c, &remote, 0),
 			DAT_MODEL_NOT_SUPPORTED);
 	CU_ASSERT_EQUAL(model_nwrs, 0);
 	fixture_fini(&f);
-	fake_ia_fini();
+	teardown();
 }
 
 CU_TestInfo ofx_test_rmr[] = {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "dto.h"
 #include "ep.h"
@@ -13,124 +14,32 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
-#include <sys/eventfd.h>
 
 /*
- * Shared receive queues against a verbs model (no device): SRQs, QPs and
- * CQs are plain structs, posted SRQ receives are remembered in posting
- * order, and a test completes them by pushing work completions with any
- * wr_id and qp_num into a CQ, in any order.  The IA has no progress thread,
- * so timers never fire; the async handlers are called directly.
+ * Shared receive queues against the verbs model of fake_verbs.h (no
+ * device): SRQs, QPs and CQs are plain structs, posted SRQ receives are
+ * remembered here in posting order, and a test completes them by pushing
+ * work completions with any wr_id and qp_num into a CQ, in any order.  The
+ * IA has no progress thread, so timers never fire; the async handlers are
+ * called directly.
  */
 
 #define MAX_POSTS 64
-#define CQ_DEPTH 32
 
-struct model_cq {
-	struct ibv_cq cq;
-	struct ibv_wc q[CQ_DEPTH];
-	int head, n;
-};
-
-static struct ofx_verbs_ops model;
 static uint64_t srq_posted[MAX_POSTS];	/* wr_ids in posting order */
 static int nposted;
 static int srq_modifies;		/* modify_srq calls */
 static uint32_t srq_limit = ~0u;	/* last limit armed */
-static uint32_t srq_max_wr;
-static uint32_t next_qp_num = 0x100;
-static int live_qps, live_srqs;
-
-static struct ibv_comp_channel *model_create_comp_channel(struct ibv_context *ctx)
-{
-	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
-
-	if (!ch)
-		return NULL;
-	ch->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	return ch;
-}
-
-static int model_destroy_comp_channel(struct ibv_comp_channel *ch)
-{
-	close(ch->fd);
-	free(ch);
-	return 0;
-}
-
-static struct ibv_cq *model_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-				      struct ibv_comp_channel *ch, int vec)
-{
-	struct model_cq *m = calloc(1, sizeof(*m));
-
-	if (!m)
-		return NULL;
-	m->cq.cqe = cqe;
-	m->cq.cq_context = cq_context;
-	m->cq.channel = ch;
-	return &m->cq;
-}
-
-static int model_destroy_cq(struct ibv_cq *cq)
-{
-	free(container_of(cq, struct model_cq, cq));
-	return 0;
-}
-
-static int model_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	struct model_cq *m = container_of(cq, struct model_cq, cq);
-	int got = 0;
-
-	while (got < n && m->n) {
-		wc[got++] = m->q[m->head];
-		m->head = (m->head + 1) % CQ_DEPTH;
-		m->n--;
-	}
-	return got;
-}
-
-static int model_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return 0;
-}
-
-static struct ibv_srq *model_create_srq_ex(struct ibv_context *ctx,
-					   struct ibv_srq_init_attr_ex *attr)
-{
-	struct ibv_srq *srq;
-
-	if (!(attr->comp_mask & IBV_SRQ_INIT_ATTR_PD) || !attr->pd) {
-		errno = EINVAL;
-		return NULL;
-	}
-	srq = calloc(1, sizeof(*srq));
-	if (!srq)
-		return NULL;
-	srq->srq_context = attr->srq_context;
-	srq->pd = attr->pd;
-	srq_max_wr = attr->attr.max_wr;
-	live_srqs++;
-	return srq;
-}
-
-static int model_destroy_srq(struct ibv_srq *srq)
-{
-	live_srqs--;
-	free(srq);
-	return 0;
-}
 
 static int model_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
 {
 	if (mask & IBV_SRQ_LIMIT) {
-		if (attr->srq_limit >= srq_max_wr)
+		if (attr->srq_limit >= fake_verbs.srq_max_wr)
 			return EINVAL;
 		srq_limit = attr->srq_limit;
 	}
 	if (mask & IBV_SRQ_MAX_WR)
-		srq_max_wr = attr->max_wr;
+		fake_verbs.srq_max_wr = attr->max_wr;
 	srq_modifies++;
 	return 0;
 }
@@ -146,50 +55,11 @@ static int model_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 	return 0;
 }
 
-static struct ibv_qp *model_create_qp_ex(struct ibv_context *ctx,
-					 struct ibv_qp_init_attr_ex *attr)
-{
-	struct ibv_qp *qp = calloc(1, sizeof(*qp));
-
-	if (!qp)
-		return NULL;
-	/* the real kernel ignores receive caps of a QP fed by an SRQ */
-	CU_ASSERT(!attr->srq || (attr->cap.max_recv_wr == 0 && attr->cap.max_recv_sge == 0));
-	qp->qp_num = next_qp_num++;
-	qp->qp_context = attr->qp_context;
-	qp->srq = attr->srq;
-	qp->send_cq = attr->send_cq;
-	qp->recv_cq = attr->recv_cq;
-	qp->state = IBV_QPS_RESET;
-	live_qps++;
-	return qp;
-}
-
-static int model_destroy_qp(struct ibv_qp *qp)
-{
-	live_qps--;
-	free(qp);
-	return 0;
-}
-
-static int model_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
-{
-	if (mask & IBV_QP_STATE)
-		qp->state = attr->qp_state;
-	return 0;
-}
-
-static int model_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	*bad = wr;
-	return qp->srq ? EINVAL : 0;
-}
-
 static DAT_PROVIDER test_provider;
 static struct ofx_ia ia;
 static struct ibv_pd fake_pd, other_pd;
 static struct ofx_pz pz, other_pz;
-static struct model_cq empty_cq;
+static struct fake_cq empty_cq = { .lock = PTHREAD_MUTEX_INITIALIZER };
 
 static void fake_pz_init(struct ofx_pz *z, struct ibv_pd *pd)
 {
@@ -203,13 +73,14 @@ static void fake_pz_init(struct ofx_pz *z, struct ibv_pd *pd)
 
 static void setup(void)
 {
-	memset(&ia, 0, sizeof(ia));
+	fake_verbs_install();
+	fake_verbs.ops.modify_srq = model_modify_srq;
+	fake_verbs.ops.post_srq_recv = model_post_srq_recv;
+	nposted = srq_modifies = 0;
+	srq_limit = ~0u;
+
+	fake_ia_init(&ia);
 	ia.obj.provider = &test_provider;
-	ia.obj.type = OFX_OBJ_IA;
-	ia.obj.ia = &ia;
-	pthread_mutex_init(&ia.obj_lock, NULL);
-	ofx_list_init(&ia.objects);
-	ofx_list_init(&ia.zombies);
 	ofx_config_defaults(&ia.cfg);
 	ia.dev_attr.max_srq = 8;
 	ia.dev_attr.max_srq_wr = 64;
@@ -221,25 +92,6 @@ static void setup(void)
 	ia.port_attr.max_msg_sz = 1u << 30;
 	ia.empty_cq = &empty_cq.cq;
 
-	model = ofx_verbs_real;
-	model.create_comp_channel = model_create_comp_channel;
-	model.destroy_comp_channel = model_destroy_comp_channel;
-	model.create_cq = model_create_cq;
-	model.destroy_cq = model_destroy_cq;
-	model.poll_cq = model_poll_cq;
-	model.req_notify_cq = model_req_notify_cq;
-	model.create_srq_ex = model_create_srq_ex;
-	model.destroy_srq = model_destroy_srq;
-	model.modify_srq = model_modify_srq;
-	model.post_srq_recv = model_post_srq_recv;
-	model.create_qp_ex = model_create_qp_ex;
-	model.destroy_qp = model_destroy_qp;
-	model.modify_qp = model_modify_qp;
-	model.post_recv = model_post_recv;
-	ofx_verbs_set(&model);
-	nposted = srq_modifies = live_qps = live_srqs = 0;
-	srq_limit = ~0u;
-
 	CU_ASSERT_FATAL(ofx_evd_create_internal(&ia, 16, DAT_EVD_ASYNC_FLAG, &ia.async_evd) == 0);
 	fake_pz_init(&pz, &fake_pd);
 	fake_pz_init(&other_pz, &other_pd);
@@ -249,12 +101,11 @@ static void teardown(void)
 {
 	ofx_evd_destroy(ia.async_evd);
 	ia.async_evd = NULL;
-	CU_ASSERT_EQUAL(live_qps, 0);
-	CU_ASSERT_EQUAL(live_srqs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.qps, 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	CU_ASSERT_EQUAL(atomic_load(&pz.refs), 0);
-	CU_ASSERT_TRUE(ofx_list_empty(&ia.objects));
 	ofx_verbs_set(NULL);
-	pthread_mutex_destroy(&ia.obj_lock);
+	fake_ia_fini(&ia);
 }
 
 static DAT_SRQ_HANDLE srq_new(DAT_COUNT dtos, DAT_COUNT lw)
@@ -310,17 +161,16 @@ static void post(DAT_SRQ_HANDLE srq, uint64_t cookie, uint32_t len)
 static void complete(int i, uint32_t qp_num, struct ofx_evd *evd, uint32_t byte_len,
 		     enum ibv_wc_status status)
 {
-	struct model_cq *m = container_of(evd->cq, struct model_cq, cq);
-	struct ibv_wc *wc = &m->q[(m->head + m->n) % CQ_DEPTH];
+	struct ibv_wc wc;
 
-	CU_ASSERT_FATAL(i < nposted && m->n < CQ_DEPTH);
-	memset(wc, 0, sizeof(*wc));
-	wc->wr_id = srq_posted[i];
-	wc->qp_num = qp_num;
-	wc->status = status;
-	wc->opcode = IBV_WC_RECV;
-	wc->byte_len = byte_len;
-	m->n++;
+	CU_ASSERT_FATAL(i < nposted && fake_cq_pending(evd) < FAKE_CQ_MAX);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = srq_posted[i];
+	wc.qp_num = qp_num;
+	wc.status = status;
+	wc.opcode = IBV_WC_RECV;
+	wc.byte_len = byte_len;
+	fake_cq_push(evd, &wc);
 }
 
 static DAT_COUNT outstanding(DAT_SRQ_HANDLE srq)
@@ -383,7 +233,7 @@ static void test_create_checks_attributes_and_query_reports_them(void)
 	attr.max_recv_iov = 2;
 	attr.low_watermark = 8;
 	CU_ASSERT_EQUAL(ofx_srq_create(&ia, &pz, &attr, &h), OFX_INVALID_ARG(3));
-	CU_ASSERT_EQUAL(live_srqs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 
 	attr.low_watermark = 3;
 	CU_ASSERT_EQUAL_FATAL(ofx_srq_create(&ia, &pz, &attr, &h), DAT_SUCCESS);
@@ -557,7 +407,7 @@ static void test_ep_create_with_srq_checks_its_arguments(void)
 	s->state = DAT_SRQ_STATE_SHUTDOWN;
 	CU_ASSERT_EQUAL(ofx_ep_create_with_srq(&ia, &pz, evd, NULL, NULL, srq, &a, &h),
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_SHUTDOWN));
-	CU_ASSERT_EQUAL(live_qps, 0);
+	CU_ASSERT_EQUAL(fake_verbs.qps, 0);
 	s->state = DAT_SRQ_STATE_OPERATIONAL;
 	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
 	ofx_evd_destroy(evd);
@@ -636,7 +486,7 @@ static void test_resize_grows_and_old_slots_still_complete(void)
 	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 1), OFX_INVALID_ARG(2));	/* below posted */
 	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 65), OFX_INVALID_ARG(2));
 	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 8), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(srq_max_wr, 8);
+	CU_ASSERT_EQUAL(fake_verbs.srq_max_wr, 8);
 	for (i = 0; i < 6; i++)
 		post(srq, 10 + i, 8);
 	CU_ASSERT_EQUAL(ofx_srq_post_recv(srq, 1, &iov, c),
@@ -648,7 +498,7 @@ static void test_resize_grows_and_old_slots_still_complete(void)
 	/* shrinking only lowers the limit, never below what is posted */
 	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 6), OFX_INVALID_ARG(2));
 	CU_ASSERT_EQUAL(ofx_srq_resize(srq, 7), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(srq_max_wr, 8);
+	CU_ASSERT_EQUAL(fake_verbs.srq_max_wr, 8);
 	CU_ASSERT_EQUAL(ofx_srq_post_recv(srq, 1, &iov, c),
 			OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ));
 	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
