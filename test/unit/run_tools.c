@@ -13,6 +13,7 @@
 #include <unistd.h>
 #include <CUnit/Basic.h>
 #include "tools.h"
+#include "runner.h"
 #include "obj.h"
 
 static char scratch[64];
@@ -90,38 +91,10 @@ static CU_SuiteInfo suites[] = {
 	CU_SUITE_INFO_NULL,
 };
 
-static bool selected(const char *name, int argc, char **argv)
-{
-	if (argc < 2)
-		return true;
-	for (int i = 1; i < argc; i++)
-		if (!strcmp(argv[i], name))
-			return true;
-	return false;
-}
-
 int main(int argc, char **argv)
 {
-	CU_SuiteInfo chosen[OFX_ARRAY_SIZE(suites)];
-	size_t n = 0;
-	unsigned int failed;
+	int ret = ofx_test_run("run_tools", suites, argc, argv);
 
-	for (size_t i = 0; suites[i].pName; i++)
-		if (selected(suites[i].pName, argc, argv))
-			chosen[n++] = suites[i];
-	chosen[n] = (CU_SuiteInfo)CU_SUITE_INFO_NULL;
-
-	if (CU_initialize_registry() != CUE_SUCCESS)
-		return 2;
-	if (CU_register_suites(chosen) != CUE_SUCCESS) {
-		fprintf(stderr, "run_tools: %s\n", CU_get_error_msg());
-		CU_cleanup_registry();
-		return 2;
-	}
-	CU_basic_set_mode(CU_BRM_VERBOSE);
-	CU_basic_run_tests();
-	failed = CU_get_number_of_failures() + CU_get_number_of_tests_failed();
-	CU_cleanup_registry();
 	tools_scratch_clean();
-	return failed ? 1 : 0;
+	return ret;
 }
