@@ -70,7 +70,6 @@ struct ofx_ep {
 	struct rdma_cm_id *cm_id;	/* the connection's id, NULL when idle */
 	struct ofx_cr *cr;		/* passive: the request being accepted */
 	struct ofx_sp *rsp;		/* RSP that reserved this EP */
-	bool provider_created;		/* PSP_PROVIDER_FLAG EP: freed on reject */
 
 	struct ofx_cookie_ring send_ring;	/* data path: no lock */
 	struct ofx_cookie_ring recv_ring;
