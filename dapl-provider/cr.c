@@ -75,14 +75,35 @@ static bool cr_unlink(struct ofx_cr *cr)
 	return linked;
 }
 
+/*
+ * The request is gone without being accepted on its EP: an RSP's EP is
+ * free again, a provider-created one has no further use and is freed.
+ */
 static void cr_release_ep(struct ofx_cr *cr)
 {
-	if (!cr->ep)
+	struct ofx_ep *ep = cr->ep;
+
+	if (!ep)
 		return;
-	pthread_mutex_lock(&cr->ep->lock);
-	if (cr->ep->state == OFX_EP_PASSIVE_PENDING)
-		cr->ep->state = OFX_EP_UNCONNECTED;
-	pthread_mutex_unlock(&cr->ep->lock);
+	cr->ep = NULL;
+	if (ep->provider_created) {
+		ofx_dbg("cr %p: freeing its provider-created ep %p", (void *)cr, (void *)ep);
+		ofx_ep_destroy(ep);
+		return;
+	}
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state == OFX_EP_PASSIVE_PENDING)
+		ep->state = OFX_EP_UNCONNECTED;
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* The EP named by the request (RSP or provider-created) may take it. */
+static bool cr_ep_ready(const struct ofx_cr *cr, const struct ofx_ep *ep)
+{
+	if (ep->state == OFX_EP_UNCONNECTED)
+		return true;
+	return ep == cr->ep && (ep->state == OFX_EP_PASSIVE_PENDING ||
+				ep->state == OFX_EP_TENTATIVE_PENDING);
 }
 
 DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_COUNT pdata_len,
@@ -92,6 +113,7 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 	struct ofx_ep *ep;
 	struct ofx_sp *sp;
 	struct rdma_cm_id *id;
+	DAT_RETURN status;
 	int ret;
 
 	if (!cr)
@@ -107,11 +129,13 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 
 	pthread_mutex_lock(&sp->lock);
 	pthread_mutex_lock(&ep->lock);
-	if (ep->state != OFX_EP_UNCONNECTED &&
-	    !(ep == cr->ep && ep->state == OFX_EP_PASSIVE_PENDING)) {
+	/* an EP that cannot be attached yet (no PZ) leaves the request pending */
+	status = cr_ep_ready(cr, ep) ? ofx_ep_attach(ep) :
+				       OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	if (status != DAT_SUCCESS) {
 		pthread_mutex_unlock(&ep->lock);
 		pthread_mutex_unlock(&sp->lock);
-		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+		return status;
 	}
 	if (cr->dead) {
 		ret = -ECONNABORTED;
@@ -127,6 +151,10 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 		/* an XRC accept went out as a REJ (xrc.h): the id is done */
 		if (cr->cm_id)
 			ofx_verbs->destroy_id(cr->cm_id);
+		/* accepted on the consumer's own EP: the provider's goes */
+		if (cr->ep == ep)
+			ep->provider_created = false;
+		cr_release_ep(cr);
 		cr_free(cr);
 		return DAT_SUCCESS;
 	}

@@ -102,7 +102,7 @@ DAT_RETURN ofx_csp_create(DAT_IA_HANDLE ia_handle, DAT_COMM *comm, DAT_IA_ADDRES
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
 	if (!csp_p)
 		return OFX_INVALID_ARG(5);
-	ret = ofx_sp_create(ia, OFX_OBJ_CSP, port, evd, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_CSP, port, evd, DAT_PSP_CONSUMER_FLAG, &sp);
 	if (ret == -EADDRINUSE)
 		return OFX_DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE);
 	if (ret)
@@ -188,6 +188,7 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 	struct sockaddr_storage local;
 	struct ofx_sp *csp;
 	struct ofx_ia *ia;
+	DAT_RETURN status;
 	int ret = 0;
 
 	if (!ep)
@@ -216,10 +217,13 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 
 	pthread_mutex_lock(&csp->lock);
 	pthread_mutex_lock(&ep->lock);
-	if (ep->state != OFX_EP_UNCONNECTED) {
+	status = ep->state == OFX_EP_UNCONNECTED ?
+			 ofx_ep_attach(ep) :
+			 OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	if (status != DAT_SUCCESS) {
 		pthread_mutex_unlock(&ep->lock);
 		pthread_mutex_unlock(&csp->lock);
-		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+		return status;
 	}
 	memcpy(ep->csp_pdata, pdata, pdata_len);
 	ep->csp_pdata_len = pdata_len;

@@ -256,7 +256,8 @@ static int ep_req_cqes(const struct ofx_ep *ep)
 
 static void ep_take_refs(struct ofx_ep *ep)
 {
-	atomic_fetch_add(&ep->pz->refs, 1);
+	if (ep->pz)
+		atomic_fetch_add(&ep->pz->refs, 1);
 	if (ep->recv_evd) {
 		ofx_evd_get(ep->recv_evd);
 		ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
@@ -271,7 +272,8 @@ static void ep_take_refs(struct ofx_ep *ep)
 
 static void ep_drop_refs(struct ofx_ep *ep)
 {
-	atomic_fetch_sub(&ep->pz->refs, 1);
+	if (ep->pz)
+		atomic_fetch_sub(&ep->pz->refs, 1);
 	if (ep->recv_evd) {
 		ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
 		ofx_evd_put(ep->recv_evd);
@@ -282,6 +284,65 @@ static void ep_drop_refs(struct ofx_ep *ep)
 	}
 	if (ep->conn_evd)
 		ofx_evd_put(ep->conn_evd);
+}
+
+static void ep_fini_rings(struct ofx_ep *ep)
+{
+	free(ep->recv_sges);
+	ep->recv_sges = NULL;
+	ofx_cookie_ring_fini(&ep->recv_ring);
+	ofx_cookie_ring_fini(&ep->send_ring);
+}
+
+/*
+ * Builds what an attached EP owns: cookie rings, the QP and its SRQ or XRC
+ * membership.  An EP made without a PZ (by the consumer, or by the provider
+ * for a DAT_PSP_PROVIDER_FLAG PSP) has none of it until connect or accept,
+ * so that dat_ep_modify can still change the PZ, EVDs and queue sizes.
+ */
+static int ep_attach(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	int ret;
+
+	ret = ep_init_rings(ep);
+	if (ret)
+		return ret;
+	ret = ep_create_qp(ep);
+	if (ret)
+		goto err_rings;
+	ep->rtr_cookie.ep = ep;
+	if (ep->srq)
+		ret = ofx_srq_ep_add(ep->srq, ep);
+	else if (ia->xrc)
+		ret = ofx_xrc_ep_create(ep);
+	if (ret)
+		goto err_destroy_qp;
+	return 0;
+
+err_destroy_qp:
+	if (ofx_verbs->destroy_qp(ep->qp))
+		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep->qp = NULL;
+err_rings:
+	ep_fini_rings(ep);
+	return ret;
+}
+
+DAT_RETURN ofx_ep_attach(struct ofx_ep *ep)
+{
+	int ret;
+
+	if (ep->qp)
+		return DAT_SUCCESS;
+	if (!ep->pz) {
+		ofx_info("ep %p has no pz: set one with dat_ep_modify first", (void *)ep);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_PZ);
+	}
+	ret = ep_attach(ep);
+	if (ret == -ESHUTDOWN)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_SHUTDOWN);
+	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
 
 /* Resolves an optional EVD handle that must carry `flag`; -EBADF if wrong. */
@@ -296,12 +357,42 @@ static int ep_evd_arg(DAT_EVD_HANDLE h, DAT_EVD_FLAGS flag, struct ofx_evd **evd
 	return 0;
 }
 
+/* The object with its attributes, not yet attached (see ep_attach). */
+static struct ofx_ep *ep_alloc(struct ofx_ia *ia, const DAT_EP_ATTR *attr)
+{
+	struct ofx_ep *ep = calloc(1, sizeof(*ep));
+
+	if (!ep)
+		return NULL;
+	if (attr)
+		ep->attr = *attr;
+	else
+		ep_default_attr(ia, &ep->attr);
+	ep->obj.ia = ia;
+	ep->state = OFX_EP_UNCONNECTED;
+	ofx_list_init(&ep->csp_link);
+	ep->soft_hw = DAT_WATERMARK_INFINITE;
+	ep->hard_hw = DAT_WATERMARK_INFINITE;
+	pthread_mutex_init(&ep->lock, NULL);
+	return ep;
+}
+
+/* The named-attr arrays belong to the consumer: never keep them. */
+static void ep_forget_named_attrs(struct ofx_ep *ep)
+{
+	ep->attr.ep_provider_specific_count = 0;
+	ep->attr.ep_provider_specific = NULL;
+	ep->attr.ep_transport_specific_count = 0;
+	ep->attr.ep_transport_specific = NULL;
+}
+
 /*
  * ep_create and ep_create_with_srq (`srq` NULL for a plain EP).  An SRQ EP
  * takes its receives from the SRQ: no recv ring, its QP is created with
  * .srq, it needs a recv EVD to report them on, and it cannot do p2p (a
- * passive SEND RTR needs a receive of the EP's own).  Argument numbers of
- * attr and ep_p differ by one between the two calls.
+ * passive SEND RTR needs a receive of the EP's own).  Without a PZ the EP
+ * stays unattached until connect or accept (ep_attach).  Argument numbers
+ * of attr and ep_p differ by one between the two calls.
  */
 static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
 				   DAT_EVD_HANDLE recv_evd_h, DAT_EVD_HANDLE req_evd_h,
@@ -309,14 +400,15 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 				   const DAT_EP_ATTR *attr, DAT_EP_HANDLE *ep_p)
 {
 	struct ofx_ia *ia = ofx_ia_lookup(ia_handle);
-	struct ofx_pz *pz = ofx_pz_from_handle(pz_handle);
+	struct ofx_pz *pz = NULL;
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_ep *ep;
 	int ret;
 
 	if (!ia)
 		return ofx_invalid_handle(OFX_OBJ_IA);
-	if (!pz)
+	/* an SRQ fixes the PZ (srq_ep_pz_difference_supported is FALSE) */
+	if ((pz_handle != DAT_HANDLE_NULL || srq) && !(pz = ofx_pz_from_handle(pz_handle)))
 		return ofx_invalid_handle(OFX_OBJ_PZ);
 	if (ep_evd_arg(recv_evd_h, DAT_EVD_DTO_FLAG, &recv_evd) || (srq && !recv_evd))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV);
@@ -324,80 +416,59 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
 	if (ep_evd_arg(conn_evd_h, DAT_EVD_CONNECTION_FLAG, &conn_evd))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
-	/* srq_ep_pz_difference_supported is FALSE */
 	if (srq && srq->pz != pz)
 		return OFX_INVALID_ARG(2);
 	if (!ep_p)
 		return srq ? OFX_INVALID_ARG(8) : OFX_INVALID_ARG(7);
 
-	ep = calloc(1, sizeof(*ep));
+	ep = ep_alloc(ia, attr);
 	if (!ep)
 		return ofx_dat_status(-ENOMEM, OFX_OBJ_EP);
-	if (attr)
-		ep->attr = *attr;
-	else
-		ep_default_attr(ia, &ep->attr);
-	/* the named-attr arrays belong to the consumer: never keep them */
 	if (ep_parse_p2p_attr(&ep->attr, &ep->p2p_attr) ||
 	    ep_check_attr(ia, &ep->attr, recv_evd, req_evd, srq != NULL) ||
 	    (srq && ep->p2p_attr == OFX_ON)) {
+		pthread_mutex_destroy(&ep->lock);
 		free(ep);
 		return srq ? OFX_INVALID_ARG(7) : OFX_INVALID_ARG(6);
 	}
 	if (srq)
 		ep->p2p_attr = OFX_OFF;
+	ep_forget_named_attrs(ep);
 	ep->srq = srq;
-	ep->attr.ep_provider_specific_count = 0;
-	ep->attr.ep_provider_specific = NULL;
-	ep->attr.ep_transport_specific_count = 0;
-	ep->attr.ep_transport_specific = NULL;
-
 	ep->pz = pz;
 	ep->recv_evd = recv_evd;
 	ep->req_evd = req_evd;
 	ep->conn_evd = conn_evd;
-	ep->state = OFX_EP_UNCONNECTED;
-	ofx_list_init(&ep->csp_link);
-	ep->soft_hw = DAT_VALUE_UNKNOWN;
-	ep->hard_hw = DAT_VALUE_UNKNOWN;
-	pthread_mutex_init(&ep->lock, NULL);
 
-	ret = ep_init_rings(ep);
-	if (ret)
-		goto err_free;
-	ep->obj.ia = ia;
-	ret = ep_create_qp(ep);
-	if (ret)
-		goto err_rings;
-	ep->rtr_cookie.ep = ep;
-	if (srq) {
-		ret = ofx_srq_ep_add(srq, ep);
+	if (pz) {
+		ret = ep_attach(ep);
 		if (ret)
-			goto err_destroy_qp;
-	} else if (ia->xrc) {
-		ret = ofx_xrc_ep_create(ep);
-		if (ret)
-			goto err_destroy_qp;
+			goto err_free;
 	}
-
 	ep_take_refs(ep);
 	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
 	*ep_p = ep;
 	return DAT_SUCCESS;
 
-err_destroy_qp:
-	if (ofx_verbs->destroy_qp(ep->qp))
-		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
-err_rings:
-	free(ep->recv_sges);
-	ofx_cookie_ring_fini(&ep->recv_ring);
-	ofx_cookie_ring_fini(&ep->send_ring);
 err_free:
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 	if (ret == -ESHUTDOWN)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_SHUTDOWN);
 	return ofx_dat_status(ret, OFX_OBJ_EP);
+}
+
+struct ofx_ep *ofx_ep_create_tentative(struct ofx_ia *ia)
+{
+	struct ofx_ep *ep = ep_alloc(ia, NULL);
+
+	if (!ep)
+		return NULL;
+	ep->p2p_attr = OFX_AUTO;
+	ep->state = OFX_EP_TENTATIVE_PENDING;
+	ep->provider_created = true;
+	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
+	return ep;
 }
 
 DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_handle,
@@ -462,32 +533,151 @@ DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_
 	return DAT_SUCCESS;
 }
 
+/* What dat_ep_modify may change (the rest describes the connection). */
+#define OFX_EP_MODIFIABLE                                                            \
+	(DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE |                     \
+	 DAT_EP_FIELD_REQUEST_EVD_HANDLE | DAT_EP_FIELD_CONNECT_EVD_HANDLE |         \
+	 DAT_EP_FIELD_EP_ATTR_ALL)
+#define OFX_EP_PROVIDER_ATTR \
+	(DAT_EP_FIELD_EP_ATTR_NUM_PROVIDER_ATTR | DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR)
+
+/* The PZ, EVDs and attributes an EP would have after dat_ep_modify. */
+struct ep_config {
+	struct ofx_pz *pz;
+	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
+	DAT_EP_ATTR attr;
+};
+
+static void ep_apply_attr_mask(DAT_EP_ATTR *dst, const DAT_EP_ATTR *src, DAT_EP_PARAM_MASK m)
+{
+#define EP_ATTR_COPY(bit, field)              \
+	if (m & DAT_EP_FIELD_EP_ATTR_##bit) \
+		dst->field = src->field
+	EP_ATTR_COPY(SERVICE_TYPE, service_type);
+	EP_ATTR_COPY(MAX_MESSAGE_SIZE, max_message_size);
+	EP_ATTR_COPY(MAX_RDMA_SIZE, max_rdma_size);
+	EP_ATTR_COPY(QOS, qos);
+	EP_ATTR_COPY(RECV_COMPLETION_FLAGS, recv_completion_flags);
+	EP_ATTR_COPY(REQUEST_COMPLETION_FLAGS, request_completion_flags);
+	EP_ATTR_COPY(MAX_RECV_DTOS, max_recv_dtos);
+	EP_ATTR_COPY(MAX_REQUEST_DTOS, max_request_dtos);
+	EP_ATTR_COPY(MAX_RECV_IOV, max_recv_iov);
+	EP_ATTR_COPY(MAX_REQUEST_IOV, max_request_iov);
+	EP_ATTR_COPY(MAX_RDMA_READ_IN, max_rdma_read_in);
+	EP_ATTR_COPY(MAX_RDMA_READ_OUT, max_rdma_read_out);
+	EP_ATTR_COPY(SRQ_SOFT_HW, srq_soft_hw);
+	EP_ATTR_COPY(MAX_RDMA_READ_IOV, max_rdma_read_iov);
+	EP_ATTR_COPY(MAX_RDMA_WRITE_IOV, max_rdma_write_iov);
+#undef EP_ATTR_COPY
+}
+
+/* Resolves and checks the new configuration; a DAT status for the caller. */
+static DAT_RETURN ep_modify_config(const struct ofx_ep *ep, DAT_EP_PARAM_MASK mask,
+				   const DAT_EP_PARAM *param, struct ep_config *cfg)
+{
+	cfg->pz = ep->pz;
+	cfg->recv_evd = ep->recv_evd;
+	cfg->req_evd = ep->req_evd;
+	cfg->conn_evd = ep->conn_evd;
+	cfg->attr = ep->attr;
+	if ((mask & DAT_EP_FIELD_PZ_HANDLE) &&
+	    !(cfg->pz = ofx_pz_from_handle(param->pz_handle)))
+		return OFX_INVALID_ARG(3);
+	if ((mask & DAT_EP_FIELD_RECV_EVD_HANDLE) &&
+	    ep_evd_arg(param->recv_evd_handle, DAT_EVD_DTO_FLAG, &cfg->recv_evd))
+		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV);
+	if ((mask & DAT_EP_FIELD_REQUEST_EVD_HANDLE) &&
+	    ep_evd_arg(param->request_evd_handle, DAT_EVD_DTO_FLAG, &cfg->req_evd))
+		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_REQUEST);
+	if ((mask & DAT_EP_FIELD_CONNECT_EVD_HANDLE) &&
+	    ep_evd_arg(param->connect_evd_handle, DAT_EVD_CONNECTION_FLAG, &cfg->conn_evd))
+		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
+	ep_apply_attr_mask(&cfg->attr, &param->ep_attr, mask);
+	if ((ep->srq && (cfg->pz != ep->srq->pz || !cfg->recv_evd)) ||
+	    ep_check_attr(ep->obj.ia, &cfg->attr, cfg->recv_evd, cfg->req_evd, ep->srq != NULL))
+		return OFX_INVALID_ARG(3);
+	return DAT_SUCCESS;
+}
+
+/*
+ * An attached EP that never connected (or was reset) gives its QP up so
+ * that the next connect or accept builds one to the new configuration.
+ * Held receives would be lost, and an SRQ or XRC EP's QP is registered
+ * elsewhere: those keep their QP.  ep->lock held.
+ */
+static DAT_RETURN ep_detach(struct ofx_ep *ep)
+{
+	if (!ep->qp)
+		return DAT_SUCCESS;
+	if (ep->srq || ep->xrc || ofx_cookie_ring_outstanding(&ep->recv_ring)) {
+		ofx_info("ep %p: cannot rebuild qp 0x%x (%s)", (void *)ep, ep->qp->qp_num,
+			 ep->srq ? "srq ep" : ep->xrc ? "xrc ep" : "receives posted");
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
+	}
+	if (ofx_verbs->destroy_qp(ep->qp))
+		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep->qp = NULL;
+	ep_fini_rings(ep);
+	return DAT_SUCCESS;
+}
+
+static DAT_RETURN ep_modify_locked(struct ofx_ep *ep, DAT_EP_PARAM_MASK mask,
+				   const DAT_EP_PARAM *param, enum ofx_tristate p2p)
+{
+	struct ep_config cfg;
+	DAT_RETURN status;
+
+	if (ep->state != OFX_EP_UNCONNECTED && ep->state != OFX_EP_TENTATIVE_PENDING)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED);
+	if (!(mask & ~OFX_EP_PROVIDER_ATTR)) {
+		if (mask)
+			ep->p2p_attr = p2p;
+		return DAT_SUCCESS;
+	}
+	status = ep_modify_config(ep, mask, param, &cfg);
+	if (status == DAT_SUCCESS)
+		status = ep_detach(ep);
+	if (status != DAT_SUCCESS)
+		return status;
+	ep_drop_refs(ep);
+	ep->pz = cfg.pz;
+	ep->recv_evd = cfg.recv_evd;
+	ep->req_evd = cfg.req_evd;
+	ep->conn_evd = cfg.conn_evd;
+	ep->attr = cfg.attr;
+	ep_forget_named_attrs(ep);
+	if (mask & OFX_EP_PROVIDER_ATTR)
+		ep->p2p_attr = p2p;
+	ep_take_refs(ep);
+	/* attached now, so that receives can be posted before connect or accept */
+	return ep->pz ? ofx_ep_attach(ep) : DAT_SUCCESS;
+}
+
+/*
+ * In UNCONNECTED (or TENTATIVE_CONNECTION_PENDING for a provider-created
+ * EP): the per-EP P2P switch, and the PZ, EVDs and queue attributes (the QP
+ * is rebuilt, see ep_detach).  The connection fields are not modifiable.
+ */
 DAT_RETURN ofx_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 			 const DAT_EP_PARAM *param)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	enum ofx_tristate p2p;
+	enum ofx_tristate p2p = OFX_AUTO;
+	DAT_RETURN status;
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
 	if (!param)
 		return OFX_INVALID_ARG(3);
-	/*
-	 * Only the provider-specific attributes (the per-EP P2P switch) can
-	 * change; everything else is fixed by the QP created at ep_create.
-	 */
-	if (mask & ~DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR)
-		return OFX_DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG2);
-	if (ep_parse_p2p_attr(&param->ep_attr, &p2p) || (ep->srq && p2p == OFX_ON))
+	if (mask & ~OFX_EP_MODIFIABLE)
+		return OFX_INVALID_ARG(2);
+	if ((mask & OFX_EP_PROVIDER_ATTR) &&
+	    (ep_parse_p2p_attr(&param->ep_attr, &p2p) || (ep->srq && p2p == OFX_ON)))
 		return OFX_INVALID_ARG(3);
 	pthread_mutex_lock(&ep->lock);
-	if (ep->state != OFX_EP_UNCONNECTED) {
-		pthread_mutex_unlock(&ep->lock);
-		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED);
-	}
-	ep->p2p_attr = p2p;
+	status = ep_modify_locked(ep, mask, param, p2p);
 	pthread_mutex_unlock(&ep->lock);
-	return DAT_SUCCESS;
+	return status;
 }
 
 DAT_RETURN ofx_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr, DAT_CONN_QUAL qual,
@@ -495,6 +685,7 @@ DAT_RETURN ofx_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr, DAT_
 			  DAT_QOS qos, DAT_CONNECT_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	DAT_RETURN status;
 	int ret;
 
 	if (!ep)
@@ -522,6 +713,11 @@ DAT_RETURN ofx_ep_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR addr, DAT_
 		ofx_dbg("ep %p connect in state %s", (void *)ep, ofx_ep_state_str(state));
 		return OFX_DAT_ERR(DAT_INVALID_STATE, state == OFX_EP_CONNECTED ?
 				   DAT_INVALID_STATE_EP_CONNECTED : DAT_INVALID_STATE_EP_NOTREADY);
+	}
+	status = ofx_ep_attach(ep);
+	if (status != DAT_SUCCESS) {
+		pthread_mutex_unlock(&ep->lock);
+		return status;
 	}
 	ret = ofx_cm_connect(ep, addr, qual, timeout, pdata, pdata_len);
 	pthread_mutex_unlock(&ep->lock);
@@ -835,6 +1031,47 @@ static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, int nsge)
 	return -ret;
 }
 
+/*
+ * dat_ep_set_watermark: once the receives posted to a plain EP and not yet
+ * completed exceed the soft watermark, one DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT
+ * goes to the IA's async EVD (then the soft watermark is spent until set
+ * again); beyond the hard watermark a connected EP is broken (its connect
+ * EVD gets DAT_CONNECTION_EVENT_BROKEN).  Off the data path unless armed.
+ */
+static void ep_check_watermarks(struct ofx_ep *ep)
+{
+	DAT_COUNT bufs = (DAT_COUNT)ofx_cookie_ring_outstanding(&ep->recv_ring);
+	bool soft = false;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ep->soft_hw >= 0 && bufs > ep->soft_hw) {
+		soft = true;
+		ep->soft_hw = DAT_WATERMARK_INFINITE;
+	}
+	if (ep->hard_hw >= 0 && bufs > ep->hard_hw &&
+	    (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT)) {
+		ep->hard_hw = DAT_WATERMARK_INFINITE;
+		ofx_warn("ep %p: %d receives exceed the hard high watermark: connection broken",
+			 (void *)ep, bufs);
+		ep->state = OFX_EP_DISCONNECTED;
+		if (ep->cm_id)
+			ofx_verbs->disconnect(ep->cm_id);
+		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_BROKEN, false);
+	}
+	atomic_store(&ep->wm_armed, ep->soft_hw >= 0 || ep->hard_hw >= 0);
+	pthread_mutex_unlock(&ep->lock);
+	if (soft) {
+		DAT_EVENT ev = { .event_number = DAT_ASYNC_ERROR_EP_BROKEN };
+		struct ofx_ia *ia = ep->obj.ia;
+
+		ofx_dbg("ep %p: %d receives exceed the soft high watermark", (void *)ep, bufs);
+		ev.event_data.asynch_error_event_data.dat_handle = (DAT_HANDLE)ep;
+		ev.event_data.asynch_error_event_data.reason = DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT;
+		if (ia->async_evd)
+			ofx_evd_post(ia->async_evd, &ev);
+	}
+}
+
 DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
 			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
 {
@@ -858,8 +1095,12 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
 
 	ck = ofx_cookie_ring_reserve(&ep->recv_ring);
-	if (!ck)
+	if (!ck) {
+		/* an unattached EP has no ring yet (ofx_ep_attach) */
+		if (!ep->recv_ring.slots)
+			return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
+	}
 	ck->ep = ep;
 	ck->user = cookie;
 	ck->len = (uint32_t)total;
@@ -871,19 +1112,23 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 
 	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
 		ret = ep_post_one_recv(ep, ck, n);
+		if (ret)
+			return ofx_dat_status(ret, OFX_OBJ_EP);
+		ofx_cookie_ring_commit(&ep->recv_ring);
+	} else {
+		/* The QP cannot take receives yet: hold it, unless it just went live. */
+		pthread_mutex_lock(&ep->lock);
+		if (atomic_load(&ep->recv_live))
+			ret = ep_post_one_recv(ep, ck, n);
 		if (!ret)
 			ofx_cookie_ring_commit(&ep->recv_ring);
-		return ofx_dat_status(ret, OFX_OBJ_EP);
+		pthread_mutex_unlock(&ep->lock);
+		if (ret)
+			return ofx_dat_status(ret, OFX_OBJ_EP);
 	}
-
-	/* The QP cannot take receives yet: hold it, unless it just went live. */
-	pthread_mutex_lock(&ep->lock);
-	if (atomic_load(&ep->recv_live))
-		ret = ep_post_one_recv(ep, ck, n);
-	if (!ret)
-		ofx_cookie_ring_commit(&ep->recv_ring);
-	pthread_mutex_unlock(&ep->lock);
-	return ofx_dat_status(ret, OFX_OBJ_EP);
+	if (__builtin_expect(atomic_load_explicit(&ep->wm_armed, memory_order_relaxed), 0))
+		ep_check_watermarks(ep);
+	return DAT_SUCCESS;
 }
 
 /*
@@ -987,17 +1232,24 @@ DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_hw, DAT_
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (soft_hw < 0 && soft_hw != DAT_VALUE_UNKNOWN)
+	/* either "no value" spelling switches a watermark off */
+	if (soft_hw == DAT_VALUE_UNKNOWN)
+		soft_hw = DAT_WATERMARK_INFINITE;
+	if (hard_hw == DAT_VALUE_UNKNOWN)
+		hard_hw = DAT_WATERMARK_INFINITE;
+	if (soft_hw < 0 && soft_hw != DAT_WATERMARK_INFINITE)
 		return OFX_INVALID_ARG(2);
-	if (hard_hw < 0 && hard_hw != DAT_VALUE_UNKNOWN)
+	if (hard_hw < 0 && hard_hw != DAT_WATERMARK_INFINITE)
 		return OFX_INVALID_ARG(3);
-	/* stored only: no per-EP count exists to compare them with (ep.h) */
 	pthread_mutex_lock(&ep->lock);
 	ep->soft_hw = soft_hw;
 	ep->hard_hw = hard_hw;
+	/* an SRQ EP's count is unknowable (ep.h): its watermarks never fire */
+	atomic_store(&ep->wm_armed, !ep->srq && (soft_hw >= 0 || hard_hw >= 0));
 	pthread_mutex_unlock(&ep->lock);
-	ofx_dbg("ep %p: high watermarks soft %d hard %d (not enforced)", (void *)ep, soft_hw,
-		hard_hw);
+	ofx_dbg("ep %p: high watermarks soft %d hard %d", (void *)ep, soft_hw, hard_hw);
+	/* "during this call": the receives already posted count */
+	ep_check_watermarks(ep);
 	return DAT_SUCCESS;
 }
 
@@ -1043,7 +1295,7 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 	ofx_cm_release(ep);
 	/* release drops the lock: only proceed if nobody reconnected meanwhile */
 	if (ep->state == OFX_EP_UNCONNECTED || ep->state == OFX_EP_DISCONNECTED) {
-		ret = ep_qp_reset(ep);
+		ret = ep->qp ? ep_qp_reset(ep) : 0;
 		if (!ret) {
 			ep->state = OFX_EP_UNCONNECTED;
 			ep->p2p = false;
@@ -1082,6 +1334,8 @@ static bool ep_purge_completions(struct ofx_ep *ep)
 	bool clean = true;
 
 	atomic_store(&ep->dying, true);
+	if (!ep->qp)
+		return true; /* never attached: no completion can name it */
 	if (ofx_verbs->destroy_qp(ep->qp))
 		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
 	ep->qp = NULL;
@@ -1134,9 +1388,7 @@ static void ep_srq_quiesce(struct ofx_ep *ep)
 static void ep_free_mem(struct ofx_ep *ep)
 {
 	ofx_xrc_ep_free(ep);
-	free(ep->recv_sges);
-	ofx_cookie_ring_fini(&ep->recv_ring);
-	ofx_cookie_ring_fini(&ep->send_ring);
+	ep_fini_rings(ep);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }

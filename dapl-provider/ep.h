@@ -11,6 +11,7 @@
 #include "config.h"
 #include "progress.h"
 
+struct ofx_ia;
 struct ofx_pz;
 struct ofx_evd;
 struct ofx_srq;
@@ -66,10 +67,16 @@ struct ofx_ep {
 	_Atomic int lastwqe;		/* enum ofx_srq_lastwqe */
 	struct ofx_timer lastwqe_timer;	/* bounded wait for the event */
 
-	struct ibv_qp *qp;		/* created with the EP; not bound to cm_id */
+	/*
+	 * Created with the EP when it has a PZ, else at connect or accept
+	 * (ofx_ep_attach); NULL while unattached.  Not bound to the cm_id.
+	 */
+	struct ibv_qp *qp;
 	struct rdma_cm_id *cm_id;	/* the connection's id, NULL when idle */
 	struct ofx_cr *cr;		/* passive: the request being accepted */
 	struct ofx_sp *rsp;		/* RSP that reserved this EP */
+	/* made for a DAT_PSP_PROVIDER_FLAG request: freed if it is rejected */
+	bool provider_created;
 
 	struct ofx_cookie_ring send_ring;	/* data path: no lock */
 	struct ofx_cookie_ring recv_ring;
@@ -121,8 +128,9 @@ struct ofx_ep {
 	unsigned char csp_pdata[OFX_PDATA_COPY_MAX]; /* consumer data, kept for retries */
 	int csp_pdata_len;
 
-	/* dat_ep_set_watermark values, DAT_VALUE_UNKNOWN when unset; under lock */
-	DAT_COUNT soft_hw, hard_hw;
+	/* dat_ep_set_watermark values, DAT_WATERMARK_INFINITE when unset or spent */
+	DAT_COUNT soft_hw, hard_hw;	/* under lock */
+	_Atomic bool wm_armed;		/* either is set: post_recv checks them */
 
 	DAT_NAMED_ATTR prov_attr[2];	/* ep_query provider-specific answers */
 	char prov_attr_val[2][16];
@@ -179,14 +187,29 @@ DAT_RETURN ofx_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep, const DAT_RMR_TRIPLET 
  * the sum of their lengths.  For an SRQ EP the provider cannot know: the
  * device takes an SRQ receive for a QP only when a message arrives and the
  * completion is the first the provider hears of it, so both counts are
- * DAT_VALUE_UNKNOWN.  set_watermark stores the soft and hard high
- * watermarks (DAT_VALUE_UNKNOWN clears one) and ep_query cannot show them;
- * since the per-EP count of an SRQ EP is unknowable, no
- * DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT is ever raised and the hard watermark is
- * not enforced.
+ * DAT_VALUE_UNKNOWN (the DAT spec lets a provider not support them).
+ * set_watermark arms the soft and hard high watermarks against the same
+ * count (DAT_WATERMARK_INFINITE clears one): above the soft one a single
+ * async event with reason DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT, above the hard
+ * one a connected EP breaks (DAT_CONNECTION_EVENT_BROKEN).  An SRQ EP's
+ * count being unknowable, its watermarks are stored but never fire.
  */
 DAT_RETURN ofx_ep_recv_query(DAT_EP_HANDLE ep, DAT_COUNT *nbufs_p, DAT_COUNT *span_p);
 DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep, DAT_COUNT soft_hw, DAT_COUNT hard_hw);
+
+/*
+ * The EP a DAT_PSP_PROVIDER_FLAG PSP hands out with a connection request
+ * (contract 3.6): default attributes, no PZ, no EVDs, unattached, in
+ * TENTATIVE_CONNECTION_PENDING.  The consumer completes it with
+ * dat_ep_modify and accepts with dat_cr_accept(cr, NULL); a reject frees it.
+ */
+struct ofx_ep *ofx_ep_create_tentative(struct ofx_ia *ia);
+/*
+ * Creates the QP (and rings, SRQ/XRC membership) of an unattached EP;
+ * DAT_INVALID_STATE/EP_PZ without a PZ.  A no-op once attached.  Called by
+ * connect and accept with ep->lock held.
+ */
+DAT_RETURN ofx_ep_attach(struct ofx_ep *ep);
 
 /* ia_close cleanup: abrupt teardown regardless of state. */
 void ofx_ep_destroy(struct ofx_ep *ep);

@@ -819,8 +819,9 @@ static void ofx_ia_free_zombies(struct ofx_ia *ia)
 
 static void ofx_ia_destroy_leftovers(struct ofx_ia *ia)
 {
+	/* a CR first: it still refers to its RSP or provider-created EP */
 	static const enum ofx_obj_type order[] = {
-		OFX_OBJ_EP, OFX_OBJ_CR, OFX_OBJ_PSP, OFX_OBJ_RSP, OFX_OBJ_CSP, OFX_OBJ_SRQ,
+		OFX_OBJ_CR, OFX_OBJ_EP, OFX_OBJ_PSP, OFX_OBJ_RSP, OFX_OBJ_CSP, OFX_OBJ_SRQ,
 		OFX_OBJ_RMR, OFX_OBJ_LMR, OFX_OBJ_EVD, OFX_OBJ_CNO, OFX_OBJ_PZ,
 	};
 	struct ofx_obj *obj, *prev;
@@ -1112,7 +1113,7 @@ static void ofx_ia_fill_provider_attr(struct ofx_ia *ia, const struct ibv_port_a
 	OFX_SET(m, DAT_PROVIDER_FIELD_MAX_PRIVATE_DATA_SIZE, a->max_private_data_size,
 		ofx_cm_max_pdata(ia));
 	OFX_SET(m, DAT_PROVIDER_FIELD_SUPPORTS_MULTIPATH, a->supports_multipath, DAT_FALSE);
-	OFX_SET(m, DAT_PROVIDER_FIELD_EP_CREATOR, a->ep_creator, DAT_PSP_CREATES_EP_NEVER);
+	OFX_SET(m, DAT_PROVIDER_FIELD_EP_CREATOR, a->ep_creator, DAT_PSP_CREATES_EP_IFASKED);
 	OFX_SET(m, DAT_PROVIDER_FIELD_PZ_SUPPORT, a->pz_support, DAT_PZ_UNIQUE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_OPTIMAL_BUFFER_ALIGNMENT, a->optimal_buffer_alignment, 256);
 	if (m & DAT_PROVIDER_FIELD_EVD_STREAM_MERGING_SUPPORTED) {
@@ -1125,7 +1126,7 @@ static void ofx_ia_fill_provider_attr(struct ofx_ia *ia, const struct ibv_port_a
 		memcpy((void *)a->evd_stream_merging_supported, merge, sizeof(merge));
 	}
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_SUPPORTED, a->srq_supported, DAT_TRUE);
-	/* dat_srq_set_lw works; dat_ep_set_watermark only stores its values (ep.h) */
+	/* dat_srq_set_lw works; dat_ep_set_watermark fires on plain EPs only (ep.h) */
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_WATERMARKS_SUPPORTED, a->srq_watermarks_supported,
 		DAT_TRUE);
 	OFX_SET(m, DAT_PROVIDER_FIELD_SRQ_EP_PZ_DIFFERENCE_SUPPORTED,

@@ -83,7 +83,7 @@ err_destroy:
 }
 
 int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
-		  struct ofx_evd *evd, struct ofx_sp **sp_p)
+		  struct ofx_evd *evd, DAT_PSP_FLAGS flags, struct ofx_sp **sp_p)
 {
 	struct ofx_sp *sp = calloc(1, sizeof(*sp));
 	int ret;
@@ -95,6 +95,7 @@ int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
 	ofx_list_init(&sp->csp_eps);
 	sp->conn_qual = qual;
 	sp->evd = evd;
+	sp->psp_flags = flags;
 	sp->listening = true;
 	/* the header must be valid before the id can deliver events */
 	sp->obj.provider = ia->obj.provider;
@@ -179,24 +180,13 @@ DAT_RETURN ofx_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EVD_H
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CR);
 	if (flags != DAT_PSP_CONSUMER_FLAG && flags != DAT_PSP_PROVIDER_FLAG)
 		return OFX_INVALID_ARG(4);
-	/*
-	 * A provider-created EP (contract 3.6) has no PZ or EVDs until the
-	 * consumer's dat_ep_modify before accept, but an EP here owns its QP
-	 * (and so a PD) from creation on; supporting it needs lazy QP creation
-	 * and ep_modify of PZ/EVDs.
-	 */
-	if (flags == DAT_PSP_PROVIDER_FLAG) {
-		ofx_info("psp with DAT_PSP_PROVIDER_FLAG is not supported");
-		return DAT_MODEL_NOT_SUPPORTED;
-	}
 	if (!psp_p)
 		return OFX_INVALID_ARG(5);
-	ret = ofx_sp_create(ia, OFX_OBJ_PSP, qual, evd, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_PSP, qual, evd, flags, &sp);
 	if (ret == -EADDRINUSE)
 		return OFX_DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE);
 	if (ret)
 		return ofx_dat_status(ret, OFX_OBJ_PSP);
-	sp->psp_flags = flags;
 	*psp_p = sp;
 	return DAT_SUCCESS;
 }
@@ -278,7 +268,7 @@ DAT_RETURN ofx_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EP_HA
 	ep->state = OFX_EP_RESERVED;
 	pthread_mutex_unlock(&ep->lock);
 
-	ret = ofx_sp_create(ia, OFX_OBJ_RSP, qual, evd, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_RSP, qual, evd, DAT_PSP_CONSUMER_FLAG, &sp);
 	if (ret) {
 		pthread_mutex_lock(&ep->lock);
 		ep->state = OFX_EP_UNCONNECTED;
@@ -359,6 +349,15 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 	cr->sp = sp;
 	ofx_list_init(&cr->sp_link);
 	ofx_obj_init(&cr->obj, OFX_OBJ_CR, ia);
+	/* made before sp->lock: object creation takes ia->obj_lock, which comes first */
+	if (sp->psp_flags == DAT_PSP_PROVIDER_FLAG) {
+		cr->ep = ofx_ep_create_tentative(ia);
+		if (!cr->ep) {
+			ofx_err("no memory for the ep of a request on qual %llu",
+				(unsigned long long)sp->conn_qual);
+			goto err_refuse_unlocked;
+		}
+	}
 
 	pthread_mutex_lock(&sp->lock);
 	if (!sp->listening || sp->obj.type == OFX_OBJ_FREED)
@@ -375,11 +374,12 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 		cr->ep = sp->ep;
 		sp->listening = false;
 	}
+	/* an RSP's EP goes back to RESERVED below; a provider-created one is freed */
 	ofx_list_add_tail(&sp->crs, &cr->sp_link);
 	if (ofx_evd_post_cr(sp->evd, (DAT_SP_HANDLE){ .psp_handle = sp },
 			    (DAT_IA_ADDRESS_PTR)&ia->addr, sp->conn_qual, cr)) {
 		ofx_list_del(&cr->sp_link);
-		if (cr->ep) {
+		if (cr->ep && !cr->ep->provider_created) {
 			pthread_mutex_lock(&cr->ep->lock);
 			cr->ep->state = OFX_EP_RESERVED;
 			pthread_mutex_unlock(&cr->ep->lock);
@@ -394,8 +394,11 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 
 err_refuse:
 	pthread_mutex_unlock(&sp->lock);
+err_refuse_unlocked:
 	ofx_info("refusing a connection request on qual %llu", (unsigned long long)sp->conn_qual);
 	ofx_sp_reject_id(ev->id);
+	if (cr->ep && cr->ep->provider_created)
+		ofx_ep_destroy(cr->ep);
 	ofx_obj_fini(&cr->obj);
 	free(cr);
 	return ev->id;

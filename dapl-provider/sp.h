@@ -53,9 +53,13 @@ DAT_RETURN ofx_rsp_free(DAT_RSP_HANDLE rsp);
 /* ia_close cleanup. */
 void ofx_sp_destroy(struct ofx_sp *sp);
 
-/* Shared by PSP, RSP and CSP: create listening on <IA address>:port(qual). */
+/*
+ * Shared by PSP, RSP and CSP: create listening on <IA address>:port(qual).
+ * `flags` is a PSP's DAT_PSP_FLAGS (DAT_PSP_CONSUMER_FLAG for the others),
+ * set before the first request can arrive.
+ */
 int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
-		  struct ofx_evd *evd, struct ofx_sp **sp_p);
+		  struct ofx_evd *evd, DAT_PSP_FLAGS flags, struct ofx_sp **sp_p);
 /* Rejects a request the consumer never sees, with stock's 4-byte header. */
 void ofx_sp_reject_id(struct rdma_cm_id *id);
 

@@ -15,6 +15,12 @@
  *                       with its qualifier and is accepted there.  Before
  *                       that, dat_ep_recv_query counts the pre-posted
  *                       receives and their lengths.
+ *   psp_provider_ep     a DAT_PSP_PROVIDER_FLAG PSP: the request arrives
+ *                       with the provider's EP in TENTATIVE_CONNECTION_PENDING
+ *                       and no PZ; the server completes it with dat_ep_modify
+ *                       (PZ, EVDs, queue sizes), pre-posts its receives and
+ *                       accepts with dat_cr_accept(cr, NULL); data then flows
+ *                       as in the other cases.
  *
  * Usage: ofx_dev_tests server [IA]          (prints "server ready")
  *        ofx_dev_tests client SERVER_IP [IA]
@@ -254,23 +260,71 @@ static int take_request(struct conn *c, bool handoff, DAT_PSP_HANDLE psp2,
 	return 0;
 }
 
+/*
+ * The EP a DAT_PSP_PROVIDER_FLAG request came with: checks it is tentative
+ * and bare, then gives it what create_ep gives a consumer EP.
+ */
+static int complete_provider_ep(struct conn *c, DAT_CR_HANDLE cr, const char *tag)
+{
+	DAT_EP_PARAM param;
+	DAT_CR_PARAM crp;
+
+	CHECK_DAT(dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp));
+	if (crp.local_ep_handle == DAT_HANDLE_NULL) {
+		fail("%s: the request has no provider EP", tag);
+		return -1;
+	}
+	c->ep = crp.local_ep_handle;
+	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
+	if (param.ep_state != DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING ||
+	    param.pz_handle != DAT_HANDLE_NULL || param.connect_evd_handle != DAT_HANDLE_NULL) {
+		fail("%s: provider EP in state %d with pz %p conn evd %p", tag, param.ep_state,
+		     param.pz_handle, param.connect_evd_handle);
+		return -1;
+	}
+	param.pz_handle = c->pz;
+	param.recv_evd_handle = c->dto_evd;
+	param.request_evd_handle = c->dto_evd;
+	param.connect_evd_handle = c->conn_evd;
+	param.ep_attr.max_recv_dtos = NRECV + 2;
+	param.ep_attr.max_request_dtos = NMSG + 2;
+	CHECK_DAT(dat_ep_modify(c->ep, DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE |
+				DAT_EP_FIELD_REQUEST_EVD_HANDLE | DAT_EP_FIELD_CONNECT_EVD_HANDLE |
+				DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS |
+				DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &param));
+	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
+	if (param.pz_handle != c->pz || param.ep_attr.max_recv_dtos != NRECV + 2 ||
+	    param.ep_state != DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING) {
+		fail("%s: ep_modify did not take (pz %p, max_recv_dtos %d, state %d)", tag,
+		     param.pz_handle, param.ep_attr.max_recv_dtos, param.ep_state);
+		return -1;
+	}
+	return post_recvs(c);
+}
+
+enum serve_mode { SERVE_PLAIN, SERVE_HANDOFF, SERVE_PROVIDER_EP };
+
 /* One passive connection: pre-post, accept, send first, then receive. */
-static int serve_one(struct conn *c, const char *want_p2p, const char *tag, bool handoff)
+static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum serve_mode mode)
 {
 	DAT_PSP_HANDLE psp, psp2 = DAT_HANDLE_NULL;
 	DAT_EVD_HANDLE cr_evd2 = DAT_HANDLE_NULL;
+	bool handoff = mode == SERVE_HANDOFF;
 	DAT_COUNT nbufs, span;
 	DAT_CR_HANDLE cr;
 
-	if (create_ep(c, NULL) || post_recvs(c))
+	if (mode != SERVE_PROVIDER_EP && (create_ep(c, NULL) || post_recvs(c)))
 		return -1;
-	CHECK_DAT(dat_ep_recv_query(c->ep, &nbufs, &span));
-	if (nbufs != NRECV || span != NRECV * MSG_LEN) {
-		fail("%s: ep_recv_query %d buffers spanning %d, expected %d and %d", tag, nbufs,
-		     span, NRECV, NRECV * MSG_LEN);
-		return -1;
+	if (mode != SERVE_PROVIDER_EP) {
+		CHECK_DAT(dat_ep_recv_query(c->ep, &nbufs, &span));
+		if (nbufs != NRECV || span != NRECV * MSG_LEN) {
+			fail("%s: ep_recv_query %d buffers spanning %d, expected %d and %d", tag,
+			     nbufs, span, NRECV, NRECV * MSG_LEN);
+			return -1;
+		}
 	}
-	CHECK_DAT(dat_psp_create(c->ia, QUAL, c->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	CHECK_DAT(dat_psp_create(c->ia, QUAL, c->cr_evd, mode == SERVE_PROVIDER_EP ?
+				 DAT_PSP_PROVIDER_FLAG : DAT_PSP_CONSUMER_FLAG, &psp));
 	if (handoff) {
 		CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd2));
 		CHECK_DAT(dat_psp_create(c->ia, QUAL + 1, cr_evd2, DAT_PSP_CONSUMER_FLAG, &psp2));
@@ -279,7 +333,13 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, bool
 	fflush(stdout);
 	if (take_request(c, handoff, psp2, cr_evd2, tag, &cr))
 		return -1;
-	CHECK_DAT(dat_cr_accept(cr, c->ep, 0, NULL));
+	if (mode == SERVE_PROVIDER_EP) {
+		if (complete_provider_ep(c, cr, tag))
+			return -1;
+		CHECK_DAT(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, NULL));
+	} else {
+		CHECK_DAT(dat_cr_accept(cr, c->ep, 0, NULL));
+	}
 	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED))
 		return -1;
 	/* the passive side transmits first, at once */
@@ -364,12 +424,14 @@ int main(int argc, char **argv)
 	if (open_conn(&c, ia))
 		return 1;
 	if (server) {
-		if (!serve_one(&c, "on", "p2p_passive_first", false))
+		if (!serve_one(&c, "on", "p2p_passive_first", SERVE_PLAIN))
 			printf("ok p2p_passive_first (server)\n");
-		if (!serve_one(&c, "off", "p2p_ep_attr_off", false))
+		if (!serve_one(&c, "off", "p2p_ep_attr_off", SERVE_PLAIN))
 			printf("ok p2p_ep_attr_off (server)\n");
-		if (!serve_one(&c, "on", "cr_handoff", true))
+		if (!serve_one(&c, "on", "cr_handoff", SERVE_HANDOFF))
 			printf("ok cr_handoff (server)\n");
+		if (!serve_one(&c, "on", "psp_provider_ep", SERVE_PROVIDER_EP))
+			printf("ok psp_provider_ep (server)\n");
 	} else {
 		if (!connect_one(&c, argv[2], NULL, "on", "p2p_passive_first"))
 			printf("ok p2p_passive_first (client)\n");
@@ -377,6 +439,8 @@ int main(int argc, char **argv)
 			printf("ok p2p_ep_attr_off (client)\n");
 		if (!connect_one(&c, argv[2], NULL, "on", "cr_handoff"))
 			printf("ok cr_handoff (client)\n");
+		if (!connect_one(&c, argv[2], NULL, "on", "psp_provider_ep"))
+			printf("ok psp_provider_ep (client)\n");
 	}
 	close_conn(&c);
 	if (failures)

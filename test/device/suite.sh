@@ -84,7 +84,8 @@ vm_run regress.xrcauto 1200 "$OFX_TOP_SRCDIR/dapltest-scripts/regress" --quick \
 vm_expect regress.xrcauto ' 0 failed;' 'FAIL'
 
 # 5. the project's own DAT consumers (test/device/*.c), when built; ofx_dev_tests
-#    includes dat_cr_handoff between two PSPs and dat_ep_recv_query.
+#    includes dat_cr_handoff between two PSPs, dat_ep_recv_query and a
+#    DAT_PSP_PROVIDER_FLAG PSP (provider-created EP completed by ep_modify).
 if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_dev_tests" ]; then
 	vm_pair dev.tests 300 log:'server ready' \
 		"ona $OFX_TOP_BUILDDIR/test/device/ofx_dev_tests server" \

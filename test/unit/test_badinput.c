@@ -4,9 +4,11 @@
 #include "config.h"
 #include "cr.h"
 #include "ep.h"
+#include "evd.h"
 #include "ia.h"
 #include "log.h"
 #include "provider.h"
+#include "pz.h"
 #include "sp.h"
 #include "srq.h"
 #include "status.h"
@@ -692,7 +694,7 @@ static void fixture_down(void)
 	  NULL_LEGAL, (x))                                                                    \
 	X(ep_create, ep_create, 1, IA, DAT_INVALID_HANDLE_IA, NULL_LEGAL,                     \
 	  (x, f.pz, f.dto_evd, f.dto_evd, f.conn_evd, NULL, &out_h))                          \
-	X(ep_create_pz, ep_create, 2, PZ, DAT_INVALID_HANDLE_PZ, HANDLE_ERR(PZ),              \
+	X(ep_create_pz, ep_create, 2, PZ, DAT_INVALID_HANDLE_PZ, NULL_LEGAL,                  \
 	  (&f.ia, x, f.dto_evd, f.dto_evd, f.conn_evd, NULL, &out_h))                         \
 	X(ep_create_recv, ep_create, 3, EVD, DAT_INVALID_HANDLE_EVD_RECV, OFX_INVALID_ARG(6), \
 	  (&f.ia, f.pz, x, f.dto_evd, f.conn_evd, NULL, &out_h))                              \
@@ -1585,6 +1587,248 @@ static void test_cr_handoff_moves_the_request_to_the_other_psp(void)
 	fixture_down();
 }
 
+static int count_objs(enum ofx_obj_type type)
+{
+	struct ofx_list *pos, *tmp;
+	int n = 0;
+
+	pthread_mutex_lock(&f.ia.obj_lock);
+	ofx_list_for_each_safe(pos, tmp, &f.ia.objects)
+		n += container_of(pos, struct ofx_obj, ia_link)->type == type;
+	pthread_mutex_unlock(&f.ia.obj_lock);
+	return n;
+}
+
+/* A request arriving on `sp` as the progress thread hands it over. */
+static void arrive_request(DAT_PSP_HANDLE psp_h, const char *pdata)
+{
+	struct ofx_sp *sp = ofx_sp_lookup(psp_h, OFX_OBJ_PSP);
+	struct rdma_cm_event ev = { .event = RDMA_CM_EVENT_CONNECT_REQUEST };
+
+	CU_ASSERT_EQUAL_FATAL(model_create_id(NULL, &ev.id, &sp->obj, RDMA_PS_TCP), 0);
+	ev.param.conn.private_data = pdata;
+	ev.param.conn.private_data_len = (uint8_t)strlen(pdata);
+	/* NULL: the request was kept (a CR), the id is not to be destroyed */
+	CU_ASSERT_PTR_NULL(ofx_sp_connect_request(sp, &ev));
+}
+
+/* The CR's provider EP, in TENTATIVE_CONNECTION_PENDING (and bare if `fresh`). */
+static DAT_EP_HANDLE tentative_ep_of(DAT_CR_HANDLE cr, bool fresh)
+{
+	DAT_CR_PARAM crp;
+	DAT_EP_PARAM epp;
+
+	CU_ASSERT_EQUAL_FATAL(P->cr_query_func(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(crp.local_ep_handle);
+	CU_ASSERT_EQUAL(P->ep_query_func(crp.local_ep_handle, DAT_EP_FIELD_ALL, &epp),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(epp.ep_state, DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING);
+	if (fresh) {
+		CU_ASSERT_PTR_NULL(epp.pz_handle);
+		CU_ASSERT_PTR_NULL(epp.connect_evd_handle);
+	}
+	return crp.local_ep_handle;
+}
+
+static void test_psp_provider_flag_hands_out_a_tentative_ep(void)
+{
+	DAT_LMR_TRIPLET iov = { 0 };
+	DAT_PROVIDER_ATTR pattr;
+	DAT_EVD_HANDLE evd;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	DAT_EP_HANDLE ep;
+	DAT_EP_PARAM mod = { 0 };
+	int eps;
+
+	fixture_up();
+	CU_ASSERT_EQUAL(P->ia_query_func(&f.ia, NULL, 0, NULL, DAT_PROVIDER_FIELD_EP_CREATOR,
+					 &pattr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(pattr.ep_creator, DAT_PSP_CREATES_EP_IFASKED);
+	CU_ASSERT_EQUAL_FATAL(P->evd_create_func(&f.ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG,
+						 &evd), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(P->psp_create_func(&f.ia, 4795, evd, DAT_PSP_PROVIDER_FLAG, &psp),
+			      DAT_SUCCESS);
+	eps = count_objs(OFX_OBJ_EP);
+
+	/* the request comes with an EP of the provider's, not yet usable */
+	arrive_request(psp, "one");
+	cr = expect_cr_event(evd, psp, 4795);
+	ep = tentative_ep_of(cr, true);
+	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps + 1);
+	CU_ASSERT_PTR_NULL(ofx_ep_from_handle(ep)->qp);
+	CU_ASSERT_EQUAL(P->ep_free_func(ep),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_PASSCONNPENDING));
+	CU_ASSERT_EQUAL(P->ep_post_recv_func(ep, 1, &iov, f.cookie, DAT_COMPLETION_DEFAULT_FLAG),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED));
+	/* accept before the consumer gave it a PZ: refused, the request stays */
+	CU_ASSERT_EQUAL(P->cr_accept_func(cr, DAT_HANDLE_NULL, 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_PZ));
+	CU_ASSERT_EQUAL(tentative_ep_of(cr, true), ep);
+
+	/* dat_ep_modify completes it; a bad EVD changes nothing */
+	mod.pz_handle = f.pz;
+	mod.recv_evd_handle = f.cr_evd;
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_PZ_HANDLE |
+					  DAT_EP_FIELD_RECV_EVD_HANDLE, &mod),
+			OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_RECV));
+	CU_ASSERT_PTR_NULL(ofx_ep_from_handle(ep)->pz);
+	mod.recv_evd_handle = f.dto_evd;
+	mod.request_evd_handle = f.dto_evd;
+	mod.connect_evd_handle = f.conn_evd;
+	mod.ep_attr.max_recv_dtos = 4;
+	mod.ep_attr.max_request_dtos = 4;
+	mod.ep_attr.max_recv_iov = 1;
+	mod.ep_attr.max_request_iov = 1;
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_PZ_HANDLE |
+					  DAT_EP_FIELD_RECV_EVD_HANDLE |
+					  DAT_EP_FIELD_REQUEST_EVD_HANDLE |
+					  DAT_EP_FIELD_CONNECT_EVD_HANDLE |
+					  DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS |
+					  DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &mod),
+			DAT_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(ofx_ep_from_handle(ep)->pz, ofx_pz_from_handle(f.pz));
+	CU_ASSERT_PTR_EQUAL(ofx_ep_from_handle(ep)->conn_evd, ofx_evd_from_handle(f.conn_evd));
+	CU_ASSERT_EQUAL(ofx_ep_from_handle(ep)->attr.max_recv_dtos, 4);
+	/* attached, so receives can go in before the accept; still tentative */
+	CU_ASSERT_PTR_NOT_NULL(ofx_ep_from_handle(ep)->qp);
+	CU_ASSERT_EQUAL(P->ep_post_recv_func(ep, 1, &iov, f.cookie, DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	tentative_ep_of(cr, false);
+	CU_ASSERT_EQUAL(P->pz_free_func(f.pz), OFX_DAT_ERR(DAT_INVALID_STATE,
+							   DAT_INVALID_STATE_PZ_IN_USE));
+
+	/* a reject frees the provider's EP with the request */
+	CU_ASSERT_EQUAL(P->cr_reject_func(cr, 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps);
+
+	/* a request still pending when the PSP goes takes its EP along */
+	arrive_request(psp, "two");
+	cr = expect_cr_event(evd, psp, 4795);
+	tentative_ep_of(cr, true);
+	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps + 1);
+	CU_ASSERT_EQUAL(P->psp_free_func(psp), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps);
+	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_CR), 1); /* the fixture's own */
+	CU_ASSERT_EQUAL(P->evd_free_func(evd), DAT_SUCCESS);
+	fixture_down();
+}
+
+/* Contract 3.6: an EP made without a PZ gets its QP at connect or accept. */
+static void test_ep_without_pz_is_attached_later(void)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(1) };
+	DAT_LMR_TRIPLET iov = { 0 };
+	DAT_EP_ATTR attr = { .service_type = DAT_SERVICE_TYPE_RC,
+			     .max_recv_dtos = 4, .max_request_dtos = 4,
+			     .max_recv_iov = 1, .max_request_iov = 1 };
+	DAT_EP_PARAM mod = { 0 };
+	DAT_EP_HANDLE ep;
+	struct ofx_ep *e;
+
+	fixture_up();
+	CU_ASSERT_EQUAL_FATAL(P->ep_create_func(&f.ia, DAT_HANDLE_NULL, f.dto_evd, f.dto_evd,
+						f.conn_evd, &attr, &ep), DAT_SUCCESS);
+	e = ofx_ep_from_handle(ep);
+	CU_ASSERT_PTR_NULL(e->qp);
+	CU_ASSERT_EQUAL(P->ep_post_recv_func(ep, 1, &iov, f.cookie, DAT_COMPLETION_DEFAULT_FLAG),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED));
+	CU_ASSERT_EQUAL(P->ep_connect_func(ep, (DAT_IA_ADDRESS_PTR)&peer, 1, 1000000, 0, NULL,
+					   DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_PZ));
+
+	/* a PZ attaches an UNCONNECTED consumer EP at once */
+	mod.pz_handle = f.pz;
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_PZ_HANDLE, &mod), DAT_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->qp);
+	CU_ASSERT_EQUAL(e->send_ring.size, 5u);
+
+	/* new queue sizes rebuild the QP (no receives were posted) */
+	mod.ep_attr.max_request_dtos = 8;
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &mod),
+			DAT_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(e->qp);
+	CU_ASSERT_EQUAL(e->send_ring.size, 9u);
+	CU_ASSERT_EQUAL(e->attr.max_request_dtos, 8);
+
+	/* a posted receive would be lost with the QP: refused, nothing changes */
+	CU_ASSERT_EQUAL(P->ep_post_recv_func(ep, 1, &iov, f.cookie, DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	mod.ep_attr.max_request_dtos = 2;
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &mod),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY));
+	CU_ASSERT_EQUAL(e->attr.max_request_dtos, 8);
+	/* out-of-range values and fixed fields are bad parameters */
+	mod.ep_attr.max_request_dtos = -1;
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &mod),
+			OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(P->ep_modify_func(ep, DAT_EP_FIELD_REMOTE_PORT_QUAL, &mod),
+			OFX_INVALID_ARG(2));
+	CU_ASSERT_EQUAL(P->ep_free_func(ep), DAT_SUCCESS);
+	fixture_down();
+}
+
+static void post_empty_recvs(int n)
+{
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(P->ep_post_recv_func(f.ep, 0, NULL, f.cookie,
+						     DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+}
+
+/* The next event on `evd`, or a zeroed one if there is none. */
+static DAT_EVENT next_event(DAT_EVD_HANDLE evd)
+{
+	DAT_EVENT ev;
+
+	if (P->evd_dequeue_func(evd, &ev) != DAT_SUCCESS)
+		memset(&ev, 0, sizeof(ev));
+	return ev;
+}
+
+static void test_ep_watermarks_raise_their_events(void)
+{
+	struct ofx_ep *ep;
+	DAT_EVENT ev;
+
+	fixture_up();
+	ep = ofx_ep_from_handle(f.ep);
+	/* the software EVD stands in for the IA's async EVD */
+	f.ia.async_evd = ofx_evd_from_handle(f.sw_evd);
+
+	/* soft: one async event when the posted receives exceed it */
+	CU_ASSERT_EQUAL(P->ep_set_watermark_func(f.ep, 2, DAT_WATERMARK_INFINITE), DAT_SUCCESS);
+	post_empty_recvs(2);
+	CU_ASSERT_EQUAL(next_event(f.sw_evd).event_number, 0);
+	post_empty_recvs(1);
+	ev = next_event(f.sw_evd);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.asynch_error_event_data.dat_handle, f.ep);
+	CU_ASSERT_EQUAL(ev.event_data.asynch_error_event_data.reason,
+			DAT_SRQ_SOFT_HIGH_WATERMARK_EVENT);
+	/* spent until set again; setting it below the count fires at once */
+	post_empty_recvs(1);
+	CU_ASSERT_EQUAL(next_event(f.sw_evd).event_number, 0);
+	CU_ASSERT_FALSE(atomic_load(&ep->wm_armed));
+	CU_ASSERT_EQUAL(P->ep_set_watermark_func(f.ep, 1, DAT_VALUE_UNKNOWN), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(next_event(f.sw_evd).event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+
+	/* hard: only a connection can break; an unconnected EP keeps it armed */
+	CU_ASSERT_EQUAL(P->ep_set_watermark_func(f.ep, DAT_WATERMARK_INFINITE, 4), DAT_SUCCESS);
+	post_empty_recvs(1);
+	CU_ASSERT_EQUAL(next_event(f.conn_evd).event_number, 0);
+	CU_ASSERT_TRUE(atomic_load(&ep->wm_armed));
+	ep->state = OFX_EP_CONNECTED;	/* as if connected (no cm_id to disconnect) */
+	post_empty_recvs(1);
+	ev = next_event(f.conn_evd);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, f.ep);
+	CU_ASSERT_EQUAL(ep->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(next_event(f.sw_evd).event_number, 0);
+
+	f.ia.async_evd = NULL;
+	fixture_down();
+}
+
 static void test_malformed_ia_params_fail_with_one_log_line(void)
 {
 	static const struct {
@@ -1708,5 +1952,11 @@ CU_TestInfo ofx_test_badinput[] = {
 	  test_malformed_ia_params_fail_with_one_log_line },
 	{ "cr_handoff moves a request to the other psp and refuses a missing one",
 	  test_cr_handoff_moves_the_request_to_the_other_psp },
+	{ "psp provider flag hands out a tentative ep, freed on reject",
+	  test_psp_provider_flag_hands_out_a_tentative_ep },
+	{ "ep without pz gets its qp later, ep_modify rebuilds it",
+	  test_ep_without_pz_is_attached_later },
+	{ "ep high watermarks raise the soft async event and break on the hard one",
+	  test_ep_watermarks_raise_their_events },
 	CU_TEST_INFO_NULL,
 };

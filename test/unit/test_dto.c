@@ -663,11 +663,13 @@ static void test_set_watermark_stores_and_checks_values(void)
 	CU_ASSERT_EQUAL(ep->hard_hw, 8);
 	CU_ASSERT_EQUAL(ofx_ep_set_watermark(ep, DAT_VALUE_UNKNOWN, DAT_VALUE_UNKNOWN),
 			DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ep->soft_hw, DAT_VALUE_UNKNOWN);
-	CU_ASSERT_EQUAL(ep->hard_hw, DAT_VALUE_UNKNOWN);
+	/* both "no value" spellings switch them off */
+	CU_ASSERT_EQUAL(ep->soft_hw, DAT_WATERMARK_INFINITE);
+	CU_ASSERT_EQUAL(ep->hard_hw, DAT_WATERMARK_INFINITE);
+	CU_ASSERT_FALSE(atomic_load(&ep->wm_armed));
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_ep_set_watermark(ep, -3, 1)), DAT_INVALID_PARAMETER);
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_ep_set_watermark(ep, 1, -3)), DAT_INVALID_PARAMETER);
-	CU_ASSERT_EQUAL(ep->soft_hw, DAT_VALUE_UNKNOWN);
+	CU_ASSERT_EQUAL(ep->soft_hw, DAT_WATERMARK_INFINITE);
 	pthread_mutex_destroy(&ep->lock);
 	ep_delete(ep);
 }
