@@ -109,8 +109,9 @@ void ofx_rmr_index_fini(struct ofx_rmr_index *index);
  * A receive completed with IBV_WC_WITH_INV: the peer's send with invalidate
  * freed the window of ours that `rkey` names.  Its RMR then counts as
  * unbound, as after an unbind (no region, no privileges, same context), so
- * the next bind posts no LOCAL_INV of a window that is free already (the
- * device may fail it, and a failed work request breaks the QP).  A key that names no RMR of `ia` now (an LMR's, an old key of a
+ * the next bind posts no LOCAL_INV of a window that is free already (a
+ * device may fail it, which breaks the QP; rxe in Linux 6.1 follows the
+ * free window's missing QP pointer and panics the kernel).  A key that names no RMR of `ia` now (an LMR's, an old key of a
  * window bound again since) is ignored.  CQ poller, EVD lock held; `ia`
  * may be NULL.
  */

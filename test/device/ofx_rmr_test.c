@@ -18,7 +18,12 @@
  *            the window (not exported by libdat2 either), the server's
  *            receive event must report that rmr_context, and the next
  *            write through it must fail; skipped if the client's device
- *            answers DAT_MODEL_NOT_SUPPORTED
+ *            answers DAT_MODEL_NOT_SUPPORTED.  rmr_query must then show
+ *            the window unbound (no region, no privileges); after the
+ *            failed write the server binds the SAME RMR handle again, to a
+ *            fresh region, over a new connection (no LOCAL_INV of the free
+ *            window may be posted, or the bind fails), and the client's
+ *            write through the new context must land there
  *
  * Usage: ofx_rmr_test server [IA]          (prints "server ready")
  *        ofx_rmr_test client SERVER_IP [IA]
@@ -57,7 +62,7 @@ struct ctx {
 	DAT_LMR_HANDLE lmr;
 	DAT_LMR_CONTEXT lkey;
 	struct msg msgs[4];	/* [0..1] receives, [2..3] sends */
-	char mem[NROUNDS * REGION];
+	char mem[(NROUNDS + 1) * REGION];	/* one region a round, then round 2's rebind */
 };
 
 static int failures;
@@ -274,6 +279,112 @@ static DAT_RETURN create_rmr(struct ctx *c, int round, DAT_RMR_HANDLE *rmr)
 	return DAT_RMR_CREATE_FOR_EP(c->pz, rmr);
 }
 
+/* The bind completion of `rmr` with `cookie`, successful. */
+static int wait_bind(struct ctx *c, DAT_RMR_HANDLE rmr, DAT_UINT64 cookie, int round)
+{
+	const DAT_RMR_BIND_COMPLETION_EVENT_DATA *b;
+	DAT_EVENT ev;
+
+	if (wait_event(c->req_evd, &ev, "bind completion"))
+		return -1;
+	b = &ev.event_data.rmr_completion_event_data;
+	if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT || b->rmr_handle != rmr ||
+	    b->user_cookie.as_64 != cookie || b->status != DAT_RMR_BIND_SUCCESS) {
+		fail("round %d: bind event 0x%x rmr %p cookie 0x%llx status %d", round,
+		     ev.event_number, b->rmr_handle, (unsigned long long)b->user_cookie.as_64,
+		     b->status);
+		return -1;
+	}
+	return 0;
+}
+
+/* rmr_query after the peer invalidated the window: no region, same context. */
+static int check_unbound(DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT rctx, int round)
+{
+	DAT_RMR_PARAM param;
+
+	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
+	if (param.rmr_context != rctx || param.lmr_triplet.segment_length != 0 ||
+	    param.lmr_triplet.virtual_address != 0 || param.mem_priv != DAT_MEM_PRIV_NONE_FLAG) {
+		fail("round %d: rmr_query after the peer's invalidate: context 0x%x va 0x%llx "
+		     "len %u priv 0x%x, expected 0x%x and no region", round, param.rmr_context,
+		     (unsigned long long)param.lmr_triplet.virtual_address,
+		     param.lmr_triplet.segment_length, param.mem_priv, rctx);
+		return -1;
+	}
+	printf("ok round %d: rmr_query shows the invalidated window unbound\n", round);
+	return 0;
+}
+
+/* Accepts the next connection on a fresh EP. */
+static int accept_next(struct ctx *c)
+{
+	DAT_EVENT ev;
+
+	if (create_ep(c))
+		return -1;
+	if (wait_event(c->cr_evd, &ev, "connection request"))
+		return -1;
+	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
+	return wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, 0, "accept");
+}
+
+/*
+ * Round 2, second half: the window the client invalidated is bound again,
+ * same handle, over a new connection, to the spare region; the client
+ * writes through the new context.  Frees the RMR.
+ */
+static int serve_rebind(struct ctx *c, DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT old_ctx)
+{
+	const int round = 2;
+	char *region = c->mem + NROUNDS * REGION;
+	DAT_LMR_TRIPLET t = iov_of(c, region, REGION);
+	DAT_RMR_TRIPLET rt = { .virtual_address = t.virtual_address, .segment_length = REGION };
+	DAT_RMR_PARAM param;
+	char want[REGION];
+	struct msg m;
+
+	if (accept_next(c))
+		return -1;
+	memset(region, 0, REGION);
+	CHECK_DAT(dat_rmr_bind(rmr, c->lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA,
+			       c->ep, (DAT_RMR_COOKIE)(DAT_UINT64)0xb20, DAT_COMPLETION_DEFAULT_FLAG,
+			       &rt.rmr_context));
+	if (wait_bind(c, rmr, 0xb20, round))
+		return -1;
+	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
+	if (param.rmr_context != rt.rmr_context || rt.rmr_context == old_ctx ||
+	    param.lmr_triplet.virtual_address != t.virtual_address ||
+	    param.lmr_triplet.segment_length != REGION ||
+	    param.mem_priv != DAT_MEM_PRIV_REMOTE_WRITE_FLAG) {
+		fail("round %d: rmr_query after the rebind: context 0x%x (bind gave 0x%x, old "
+		     "0x%x) va 0x%llx len %u priv 0x%x", round, param.rmr_context, rt.rmr_context,
+		     old_ctx, (unsigned long long)param.lmr_triplet.virtual_address,
+		     param.lmr_triplet.segment_length, param.mem_priv);
+		return -1;
+	}
+	printf("ok round %d: the same rmr bound again, context 0x%x over %p\n", round,
+	       rt.rmr_context, (void *)region);
+	if (send_msg(c, MSG_RMR, round, &rt) || recv_msg(c, 0, MSG_DONE, &m))
+		return -1;
+	pattern(want, round, 2);
+	if (memcmp(region, want, REGION)) {
+		fail("round %d: the write through the rebound rmr did not land", round);
+		return -1;
+	}
+	printf("ok round %d: rdma write through the rebound rmr landed\n", round);
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "after the rebind"))
+		return -1;
+	/*
+	 * The window first: a bound type 2 window holds its QP in rxe, whose
+	 * destruction then waits for it.
+	 */
+	CHECK_DAT(dat_rmr_free(rmr));
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
+}
+
 static int serve_round(struct ctx *c, int round)
 {
 	char *region = c->mem + round * REGION;
@@ -287,12 +398,7 @@ static int serve_round(struct ctx *c, int round)
 	char want[REGION];
 	struct msg m;
 
-	if (create_ep(c))
-		return -1;
-	if (wait_event(c->cr_evd, &ev, "connection request"))
-		return -1;
-	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
-	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, 0, "accept"))
+	if (accept_next(c))
 		return -1;
 
 	ret = create_rmr(c, round, &rmr);
@@ -307,18 +413,8 @@ static int serve_round(struct ctx *c, int round)
 			       DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_VA_TYPE_VA, c->ep,
 			       (DAT_RMR_COOKIE)(DAT_UINT64)(0xb00 + round),
 			       DAT_COMPLETION_DEFAULT_FLAG, &rctx));
-	if (wait_event(c->req_evd, &ev, "bind completion"))
+	if (wait_bind(c, rmr, 0xb00u + round, round))
 		return -1;
-	if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT ||
-	    ev.event_data.rmr_completion_event_data.rmr_handle != rmr ||
-	    ev.event_data.rmr_completion_event_data.user_cookie.as_64 != 0xb00u + round ||
-	    ev.event_data.rmr_completion_event_data.status != DAT_RMR_BIND_SUCCESS) {
-		fail("round %d: bind event 0x%x rmr %p cookie 0x%llx status %d", round,
-		     ev.event_number, ev.event_data.rmr_completion_event_data.rmr_handle,
-		     (unsigned long long)ev.event_data.rmr_completion_event_data.user_cookie.as_64,
-		     ev.event_data.rmr_completion_event_data.status);
-		return -1;
-	}
 	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
 	if (param.rmr_context != rctx || param.lmr_triplet.virtual_address != t.virtual_address ||
 	    param.lmr_triplet.segment_length != REGION || param.pz_handle != c->pz) {
@@ -357,6 +453,8 @@ static int serve_round(struct ctx *c, int round)
 		}
 		printf("ok round %d: receive reports the invalidated rmr context 0x%x\n", round,
 		       d.rmr_context);
+		if (check_unbound(rmr, rctx, round))
+			return -1;
 	} else if (recv_msg(c, 0, MSG_DONE, &m)) {
 		return -1;
 	}
@@ -393,11 +491,12 @@ static int serve_round(struct ctx *c, int round)
 		return -1;
 	}
 	printf("ok round %d: revoked rmr left the memory alone\n", round);
-	if (round != 1)
+	if (round == 0)
 		CHECK_DAT(dat_rmr_free(rmr));
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
-	return 0;
+	/* round 2: the window is free (the client invalidated it), the RMR lives on */
+	return round == 2 ? serve_rebind(c, rmr, rctx) : 0;
 }
 
 static int connect_ep(struct ctx *c, const char *server)
@@ -425,6 +524,44 @@ static int connect_ep(struct ctx *c, const char *server)
 		if (create_ep(c))
 			return -1;
 	}
+}
+
+/* Round 2, second half: writes through the window the server bound again. */
+static int client_rebind(struct ctx *c, const char *server, DAT_RMR_CONTEXT old_ctx)
+{
+	const int round = 2;
+	char *src = c->mem + round * REGION;
+	DAT_LMR_TRIPLET l = iov_of(c, src, REGION);
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+	struct msg m;
+
+	if (create_ep(c) || connect_ep(c, server) || recv_msg(c, 0, MSG_RMR, &m))
+		return -1;
+	if (m.rmr.rmr_context == old_ctx) {
+		fail("round %d: the rebound rmr kept the invalidated context 0x%x", round, old_ctx);
+		return -1;
+	}
+	printf("round %d: got the rebound rmr context 0x%x va 0x%llx\n", round,
+	       m.rmr.rmr_context, (unsigned long long)m.rmr.virtual_address);
+	pattern(src, round, 2);
+	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)(DAT_UINT64)0x333, &m.rmr,
+					 DAT_COMPLETION_DEFAULT_FLAG));
+	if (wait_dto(c, c->req_evd, 0x333, &d, "write through the rebound rmr"))
+		return -1;
+	if (d.status != DAT_DTO_SUCCESS) {
+		fail("round %d: write through the rebound rmr: status %d", round, d.status);
+		return -1;
+	}
+	printf("ok round %d: write through the rebound rmr completed\n", round);
+	/* the server checks the bytes once DONE arrives, behind the write */
+	if (send_msg(c, MSG_DONE, round, NULL))
+		return -1;
+	CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_GRACEFUL_FLAG));
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "disconnect"))
+		return -1;
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
 }
 
 static int client_round(struct ctx *c, const char *server, int round)
@@ -510,6 +647,8 @@ static int client_round(struct ctx *c, const char *server, int round)
 	printf("ok round %d: ep broken\n", round);
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
+	if (round == 2)
+		return client_rebind(c, server, m.rmr.rmr_context);
 	return 0;
 }
 
