@@ -161,6 +161,15 @@ static void expect_bind_event(struct fixture *f, DAT_RMR_HANDLE rmr, uint64_t co
 	CU_ASSERT_PTR_EQUAL(ev.evd_handle, f->req_evd);
 }
 
+/* The type 2 window work request `i` recorded is a BIND_MW with these values. */
+static void expect_bind_wr(int i, uint32_t rkey, uint32_t len, int access)
+{
+	CU_ASSERT_EQUAL(model_wrs[i].opcode, IBV_WR_BIND_MW);
+	CU_ASSERT_EQUAL(model_wrs[i].bind_mw.rkey, rkey);
+	CU_ASSERT_EQUAL(model_wrs[i].bind_mw.bind_info.length, len);
+	CU_ASSERT_EQUAL(model_wrs[i].bind_mw.bind_info.mw_access_flags, access);
+}
+
 static void test_without_memory_windows_create_is_not_implemented(void)
 {
 	DAT_REGION_DESCRIPTION region = { .for_va = buf };
@@ -376,10 +385,7 @@ static void test_type2_binds_and_invalidates_with_work_requests(void)
 	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
 				     DAT_VA_TYPE_VA, f.ep, rcookie(0x21), 0, &k1), DAT_SUCCESS);
 	CU_ASSERT_FATAL(model_nwrs == 1);
-	CU_ASSERT_EQUAL(model_wrs[0].opcode, IBV_WR_BIND_MW);
-	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.rkey, ibv_inc_rkey(k0));
-	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.bind_info.length, 256);
-	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_READ);
+	expect_bind_wr(0, ibv_inc_rkey(k0), 256, IBV_ACCESS_REMOTE_READ);
 	CU_ASSERT_EQUAL(k1, ibv_inc_rkey(k0));
 
 	/* rebinding a bound type 2 window invalidates it first, unreported */
@@ -499,8 +505,7 @@ static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
 	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t2, DAT_MEM_PRIV_REMOTE_READ_FLAG,
 				     DAT_VA_TYPE_VA, f.ep, rcookie(0x63), 0, &k2), DAT_SUCCESS);
 	CU_ASSERT_FATAL(model_nwrs == 3);
-	CU_ASSERT_EQUAL(model_wrs[2].opcode, IBV_WR_BIND_MW);
-	CU_ASSERT_EQUAL(model_wrs[2].bind_mw.rkey, ibv_inc_rkey(k1));
+	expect_bind_wr(2, ibv_inc_rkey(k1), 512, IBV_ACCESS_REMOTE_READ);
 	CU_ASSERT_EQUAL(k2, ibv_inc_rkey(k1));
 	complete(&f, model_wrs[2].wr_id, IBV_WC_SUCCESS);
 	expect_bind_event(&f, rmr, 0x63, DAT_DTO_SUCCESS);
