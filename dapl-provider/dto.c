@@ -105,6 +105,24 @@ static bool dto_recv_invalidated(const struct ofx_ep *ep, const struct ibv_wc *w
 	return ep->obj.ia && ep->obj.ia->wc_inv_kernel_bit && (wc->wc_flags & IBV_WC_IP_CSUM_OK);
 }
 
+/*
+ * The flags a receive that invalidated one of our windows may carry: one
+ * test of them is all a completion pays when there is none.
+ */
+#define DTO_WC_INV_FLAGS (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
+
+/*
+ * Tells rmr.c that the peer's send with invalidate freed a window, even for
+ * a completion that is dropped afterwards (ep_free): the device's window
+ * is free regardless.  The IA, unlike the EP's PZ, outlives freed EPs.
+ */
+static void dto_peer_invalidated(const struct ofx_ep *ep, uint8_t op, const struct ibv_wc *wc)
+{
+	if (wc->status == IBV_WC_SUCCESS && (op == OFX_OP_RECV || op == OFX_OP_SRQ_RECV) &&
+	    dto_recv_invalidated(ep, wc))
+		ofx_rmr_peer_invalidated(ep->obj.ia, wc->invalidated_rkey);
+}
+
 /* Fills the IB extension part of a DAT_IB_DTO_EVENT. */
 static void dto_ext_fill(DAT_EVENT *ev, DAT_IB_EXT_TYPE type, DAT_IB_DTOS op,
 			 const struct ibv_wc *wc, bool with_imm)
@@ -157,6 +175,8 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 	/* before anything may drop the completion: the window counts its binds */
 	if (c.op == OFX_OP_RMR_BIND && c.rmr)
 		ofx_rmr_bind_done(c.rmr, ok, c.len);
+	if (wc->wc_flags & DTO_WC_INV_FLAGS)
+		dto_peer_invalidated(ep, c.op, wc);
 
 	if (atomic_load(&ep->dying))
 		return false; /* ep_free: its flushed work is not reported */

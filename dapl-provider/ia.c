@@ -633,6 +633,7 @@ DAT_RETURN ofx_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HA
 	ia->obj.provider = &prov->dat;
 	ofx_obj_init(&ia->obj, OFX_OBJ_IA, ia);
 	pthread_mutex_init(&ia->obj_lock, NULL);
+	ofx_rmr_index_init(&ia->rmr_index);
 	ofx_list_init(&ia->objects);
 	ofx_list_init(&ia->zombies);
 	pthread_mutex_init(&priv->attr_lock, NULL);
@@ -732,6 +733,7 @@ err_close_device:
 err_free:
 	ofx_obj_fini(&ia->obj);
 	pthread_mutex_destroy(&priv->attr_lock);
+	ofx_rmr_index_fini(&ia->rmr_index);
 	pthread_mutex_destroy(&ia->obj_lock);
 	free(priv);
 	return status;
@@ -912,6 +914,7 @@ DAT_RETURN ofx_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 	ofx_dbg("ia %s: closed %p", ia->prov->name, (void *)ia);
 	ofx_obj_fini(&ia->obj);
 	pthread_mutex_destroy(&priv->attr_lock);
+	ofx_rmr_index_fini(&ia->rmr_index);
 	pthread_mutex_destroy(&ia->obj_lock);
 	free(priv);
 	return DAT_SUCCESS;

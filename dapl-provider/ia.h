@@ -8,6 +8,7 @@
 #include <rdma/rdma_cma.h>
 #include "obj.h"
 #include "config.h"
+#include "rmr.h"
 
 struct ofx_provider;
 struct ofx_progress;
@@ -53,6 +54,8 @@ struct ofx_ia {
 	struct ibv_cq *empty_cq;	/* CQ for an EP side that has no EVD */
 	struct ofx_evd *async_evd;
 	struct ofx_progress *progress;
+
+	struct ofx_rmr_index rmr_index;	/* type 2 windows by key, for peer invalidation */
 
 	pthread_mutex_t obj_lock;	/* guards `objects`; taken before any object lock */
 	struct ofx_list objects;	/* every object created on this IA */

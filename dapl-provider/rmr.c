@@ -60,6 +60,88 @@ DAT_RMR_SCOPE ofx_rmr_scope(const struct ofx_ia *ia)
 	return DAT_RMR_SCOPE_EP;
 }
 
+void ofx_rmr_index_init(struct ofx_rmr_index *index)
+{
+	memset(index, 0, sizeof(*index));
+	pthread_mutex_init(&index->lock, NULL);
+}
+
+void ofx_rmr_index_fini(struct ofx_rmr_index *index)
+{
+	pthread_mutex_destroy(&index->lock);
+}
+
+static struct ofx_rmr **rmr_index_bucket(struct ofx_rmr_index *index, uint32_t key_index)
+{
+	return &index->buckets[key_index % OFX_RMR_INDEX_BUCKETS];
+}
+
+static void rmr_index_add(struct ofx_rmr_index *index, struct ofx_rmr *rmr)
+{
+	struct ofx_rmr **head;
+
+	pthread_mutex_lock(&index->lock);
+	head = rmr_index_bucket(index, rmr->key_index);
+	rmr->index_next = *head;
+	*head = rmr;
+	pthread_mutex_unlock(&index->lock);
+}
+
+static void rmr_index_del(struct ofx_rmr_index *index, struct ofx_rmr *rmr)
+{
+	struct ofx_rmr **pos;
+
+	pthread_mutex_lock(&index->lock);
+	for (pos = rmr_index_bucket(index, rmr->key_index); *pos; pos = &(*pos)->index_next) {
+		if (*pos == rmr) {
+			*pos = rmr->index_next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&index->lock);
+	rmr->index_next = NULL;
+}
+
+/* Forgets the region as an unbind does; the key stays.  rmr->lock held. */
+static void rmr_mark_unbound(struct ofx_rmr *rmr)
+{
+	rmr->bound = false;
+	rmr->priv = DAT_MEM_PRIV_NONE_FLAG;
+	memset(&rmr->triplet, 0, sizeof(rmr->triplet));
+}
+
+/*
+ * Only the key the consumer handed out last counts: an older one means the
+ * window was bound again since, and that bind's own LOCAL_INV took care of
+ * the old binding.  Returns whether `rkey` is this window's.
+ */
+static bool rmr_take_peer_invalidate(struct ofx_rmr *rmr, uint32_t rkey)
+{
+	bool mine;
+
+	pthread_mutex_lock(&rmr->lock);
+	mine = rmr->rkey == rkey;
+	if (mine && rmr->bound)
+		rmr_mark_unbound(rmr);
+	pthread_mutex_unlock(&rmr->lock);
+	if (mine)
+		ofx_dbg("rmr %p: rkey 0x%x invalidated by the peer", (void *)rmr, rkey);
+	return mine;
+}
+
+void ofx_rmr_peer_invalidated(struct ofx_ia *ia, uint32_t rkey)
+{
+	struct ofx_rmr *rmr;
+
+	if (!ia)
+		return;
+	pthread_mutex_lock(&ia->rmr_index.lock);
+	for (rmr = *rmr_index_bucket(&ia->rmr_index, rkey >> 8); rmr; rmr = rmr->index_next)
+		if (rmr->key_index == rkey >> 8 && rmr_take_peer_invalidate(rmr, rkey))
+			break;
+	pthread_mutex_unlock(&ia->rmr_index.lock);
+}
+
 static int rmr_new(struct ofx_pz *pz, enum ibv_mw_type type, struct ofx_rmr **rmr_p)
 {
 	struct ofx_rmr *rmr;
@@ -82,9 +164,12 @@ static int rmr_new(struct ofx_pz *pz, enum ibv_mw_type type, struct ofx_rmr **rm
 	rmr->pz = pz;
 	rmr->mw_type = type;
 	rmr->rkey = rmr->mw->rkey;
+	rmr->key_index = rmr->rkey >> 8;
 	rmr->va_type = DAT_VA_TYPE_VA;
 	atomic_fetch_add(&pz->refs, 1);
 	ofx_obj_init(&rmr->obj, OFX_OBJ_RMR, pz->obj.ia);
+	if (type == IBV_MW_TYPE_2)
+		rmr_index_add(&pz->obj.ia->rmr_index, rmr);
 	ofx_dbg("rmr %p: type %d window, rkey 0x%x, pz %p", (void *)rmr, (int)type, rmr->rkey,
 		(void *)pz);
 	*rmr_p = rmr;
@@ -478,6 +563,8 @@ static void rmr_retire(struct ofx_rmr *rmr)
 	bool release;
 	int inflight;
 
+	if (rmr->mw_type == IBV_MW_TYPE_2)
+		rmr_index_del(&rmr->obj.ia->rmr_index, rmr);
 	atomic_fetch_sub(&rmr->pz->refs, 1);
 	ofx_obj_fini(&rmr->obj);
 	pthread_mutex_lock(&rmr->lock);

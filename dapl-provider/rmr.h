@@ -10,6 +10,23 @@
 
 struct ofx_ia;
 struct ofx_pz;
+struct ofx_rmr;
+
+#define OFX_RMR_INDEX_BUCKETS 64
+
+/*
+ * The IA's type 2 windows by key index (rkey >> 8, fixed for a window's
+ * life; only the low byte changes from bind to bind), so that a receive
+ * whose sender invalidated one of them can find its RMR.  Type 1 windows
+ * are not listed: a send with invalidate cannot name them.  Per IA rather
+ * than per PZ because completions of a freed EP may still be polled after
+ * its PZ is gone, while the IA outlives them all.  `lock` is taken before
+ * any rmr->lock; an all-zero bucket array is empty.
+ */
+struct ofx_rmr_index {
+	pthread_mutex_t lock;
+	struct ofx_rmr *buckets[OFX_RMR_INDEX_BUCKETS];
+};
 
 /*
  * A remote memory region: a verbs memory window.  dat_rmr_create makes a
@@ -27,20 +44,24 @@ struct ofx_pz;
  * the single-poster rule of the EP's send queue applies (dto.h).
  *
  * `lock` guards the fields below it.  rmr_bind holds it across the post;
- * CQ pollers take it in ofx_rmr_bind_done() with an EVD lock held.  It is a
+ * CQ pollers take it in ofx_rmr_bind_done() and ofx_rmr_peer_invalidated()
+ * with an EVD lock held (the latter under ia->rmr_index.lock).  It is a
  * leaf (nothing is taken under it but the verbs library's own locks).
  */
 struct ofx_rmr {
 	struct ofx_obj obj;
 	struct ofx_pz *pz;
 	enum ibv_mw_type mw_type;
+	uint32_t key_index;		/* rkey >> 8 of the window, never changes */
+	struct ofx_rmr *index_next;	/* type 2: chain in ia->rmr_index, under its lock */
 
 	pthread_mutex_t lock;
 	struct ibv_mw *mw;		/* NULL once rmr_free deallocated it */
 	int inflight;			/* binds posted, completion not yet seen */
 	bool dead;			/* rmr_free done: the last completion frees */
 	bool rolled_back;		/* a failed bind restored the key (until idle) */
-	bool bound;			/* as of the last bind posted; true after a failure */
+	bool bound;			/* as of the last bind posted; true after a failure;
+					 * false once the peer invalidated the window */
 	struct ibv_mr *mr;		/* MR of the last bind posted (named by unbinds) */
 	uint32_t rkey;			/* rmr_context of the last bind posted */
 	DAT_LMR_TRIPLET triplet;	/* region of the last bind posted */
@@ -79,6 +100,22 @@ DAT_RETURN ofx_rmr_free(DAT_RMR_HANDLE rmr);
 
 /* ia_close cleanup. */
 void ofx_rmr_destroy(struct ofx_rmr *rmr);
+
+void ofx_rmr_index_init(struct ofx_rmr_index *index);
+/* At ia_close, after every RMR is gone. */
+void ofx_rmr_index_fini(struct ofx_rmr_index *index);
+
+/*
+ * A receive completed with IBV_WC_WITH_INV: the peer's send with invalidate
+ * freed the window of ours that `rkey` names.  Its RMR then counts as
+ * unbound, as after an unbind (no region, no privileges, same context), so
+ * the next bind posts no LOCAL_INV of a window that is free already (a
+ * device may fail it, which breaks the QP; rxe in Linux 6.1 follows the
+ * free window's missing QP pointer and panics the kernel).  A key that names no RMR of `ia` now (an LMR's, an old key of a
+ * window bound again since) is ignored.  CQ poller, EVD lock held; `ia`
+ * may be NULL.
+ */
+void ofx_rmr_peer_invalidated(struct ofx_ia *ia, uint32_t rkey);
 
 /*
  * Completion of a bind posted by rmr_bind (CQ poller, EVD lock held).  On

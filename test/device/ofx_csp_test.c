@@ -29,9 +29,10 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h> /* the DAT_* redirection macros */
+
+#include "consumer.h"
 
 #define MAX_PEERS 64
 #define MSG_LEN 32
@@ -44,25 +45,21 @@ static int rank, nph, nprocs;
 static const char *host_ip[2];
 static int base_port;
 
-static DAT_IA_HANDLE ia;
-static DAT_EVD_HANDLE async_evd = DAT_HANDLE_NULL, dto_evd, conn_evd;
-static DAT_PZ_HANDLE pz;
+static struct consumer cs;	/* its LMR covers buf */
+static DAT_EVD_HANDLE dto_evd;
 static DAT_CSP_HANDLE csp;
-static DAT_LMR_HANDLE lmr;
-static DAT_LMR_CONTEXT lkey;
 static char buf[2 * MAX_PEERS * MSG_LEN];
 static DAT_EP_HANDLE ep[MAX_PEERS];
 
-static int die(const char *what, DAT_RETURN ret)
-{
-	const char *maj = "", *min = "";
-
-	dat_strerror(ret, &maj, &min);
-	printf("FAIL: rank %d: %s: %s %s\n", rank, what, maj, min);
-	exit(1);
-}
-
-#define CHECK(call) do { DAT_RETURN r_ = (call); if (r_ != DAT_SUCCESS) die(#call, r_); } while (0)
+/* Any failure ends this rank: its peers' checks then fail as well. */
+#define CHECK(call)                                                   \
+	do {                                                          \
+		DAT_RETURN r_ = (call);                               \
+		if (r_ != DAT_SUCCESS) {                              \
+			fail("%s: %s", #call, dat_errstr(r_));        \
+			exit(1);                                      \
+		}                                                     \
+	} while (0)
 
 static void peer_addr(int j, struct sockaddr_in *sin)
 {
@@ -74,35 +71,28 @@ static void peer_addr(int j, struct sockaddr_in *sin)
 
 static void setup(const char *ia_name)
 {
-	DAT_REGION_DESCRIPTION region = { .for_va = buf };
 	DAT_IA_HANDLE raw_ia;
 	struct sockaddr_in me;
 
-	CHECK(dat_ia_open((char *)ia_name, 8, &async_evd, &ia));
-	CHECK(dat_pz_create(ia, &pz));
-	CHECK(dat_evd_create(ia, 4 * MAX_PEERS, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &dto_evd));
-	CHECK(dat_evd_create(ia, 2 * MAX_PEERS, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
-			     &conn_evd));
-	CHECK(dat_lmr_create(ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(buf), pz,
-			     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey, NULL, NULL, NULL));
+	if (consumer_open(&cs, ia_name, buf, sizeof(buf), 2 * MAX_PEERS))
+		exit(1);
+	CHECK(dat_evd_create(cs.ia, 4 * MAX_PEERS, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &dto_evd));
 	/* the CSP slot is not exported by libdat2: redirect on the raw IA */
-	CHECK(dats_get_ia_handle(ia, &raw_ia));
+	CHECK(dats_get_ia_handle(cs.ia, &raw_ia));
 	peer_addr(rank, &me);
-	CHECK(DAT_CSP_CREATE(raw_ia, NULL, (DAT_IA_ADDRESS_PTR)&me, conn_evd, &csp));
+	CHECK(DAT_CSP_CREATE(raw_ia, NULL, (DAT_IA_ADDRESS_PTR)&me, cs.conn_evd, &csp));
 }
 
 static DAT_LMR_TRIPLET slot(int i)
 {
-	DAT_LMR_TRIPLET iov = { .lmr_context = lkey, .segment_length = MSG_LEN,
-				.virtual_address = (DAT_VADDR)(uintptr_t)(buf + i * MSG_LEN) };
-	return iov;
+	return lmr_iov(&cs, buf + i * MSG_LEN, MSG_LEN);
 }
 
 static void make_ep(int j)
 {
 	DAT_LMR_TRIPLET iov = slot(j);
 
-	CHECK(dat_ep_create(ia, pz, dto_evd, dto_evd, conn_evd, NULL, &ep[j]));
+	CHECK(dat_ep_create(cs.ia, cs.pz, dto_evd, dto_evd, cs.conn_evd, NULL, &ep[j]));
 	/* pre-post the receive for the peer's message before connecting */
 	CHECK(dat_ep_post_recv(ep[j], 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)j,
 			       DAT_COMPLETION_DEFAULT_FLAG));
@@ -127,21 +117,13 @@ static int ep_index(DAT_EP_HANDLE h)
 	return -1;
 }
 
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000 };
-
-	nanosleep(&ts, NULL);
-}
-
 /* Waits for one connection event of any EP. */
 static void next_conn_event(DAT_EVENT *ev)
 {
-	DAT_COUNT nmore;
-
-	CHECK(dat_evd_wait(conn_evd, TIMEOUT_US, 1, ev, &nmore));
+	if (wait_event(cs.conn_evd, TIMEOUT_US, 0, ev, "a connection event"))
+		exit(1);
 	if (ev->event_number == DAT_CONNECTION_REQUEST_EVENT) {
-		printf("FAIL: rank %d: a CR event reached the consumer\n", rank);
+		fail("a CR event reached the consumer");
 		exit(1);
 	}
 }
@@ -150,7 +132,6 @@ static void all_to_all(const char *order)
 {
 	int established[MAX_PEERS] = { 0 }, count = 0, npeers = nprocs - 1;
 	DAT_EVENT ev;
-	DAT_COUNT nmore;
 
 	for (int j = 0; j < nprocs; j++)
 		if (j != rank)
@@ -171,17 +152,16 @@ static void all_to_all(const char *order)
 		next_conn_event(&ev);
 		j = ep_index(c->ep_handle);
 		if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED || j < 0) {
-			printf("FAIL: rank %d: connection event 0x%x for peer %d\n", rank,
-			       ev.event_number, j);
+			fail("connection event 0x%x for peer %d", ev.event_number, j);
 			exit(1);
 		}
 		snprintf(want, sizeof(want), "rank %d", j);
 		if (established[j]++ || c->private_data_size < (DAT_COUNT)strlen(want) + 1 ||
 		    strcmp(c->private_data, want)) {
-			printf("FAIL: rank %d: peer %d: duplicate ESTABLISHED or private data "
-			       "\"%.*s\" (%d bytes), expected \"%s\"\n", rank, j,
-			       c->private_data_size, c->private_data ? (char *)c->private_data : "",
-			       c->private_data_size, want);
+			fail("peer %d: duplicate ESTABLISHED or private data \"%.*s\" (%d bytes), "
+			     "expected \"%s\"", j, c->private_data_size,
+			     c->private_data ? (char *)c->private_data : "", c->private_data_size,
+			     want);
 			exit(1);
 		}
 		count++;
@@ -199,10 +179,10 @@ static void all_to_all(const char *order)
 	for (int got = 0; got < 2 * npeers; got++) {
 		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
 
-		CHECK(dat_evd_wait(dto_evd, TIMEOUT_US, 1, &ev, &nmore));
+		if (wait_event(dto_evd, TIMEOUT_US, 0, &ev, "a dto completion"))
+			exit(1);
 		if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
-			printf("FAIL: rank %d: dto event 0x%x status %d\n", rank,
-			       ev.event_number, d->status);
+			fail("dto event 0x%x status %d", ev.event_number, d->status);
 			exit(1);
 		}
 		if (d->user_cookie.as_64 < 1000) {
@@ -211,9 +191,8 @@ static void all_to_all(const char *order)
 
 			snprintf(want, sizeof(want), "from %d to %d", j, rank);
 			if (strcmp(buf + j * MSG_LEN, want) || ep_index(d->ep_handle) != j) {
-				printf("FAIL: rank %d: message \"%s\" from ep of %d, expected "
-				       "\"%s\"\n", rank, buf + j * MSG_LEN,
-				       ep_index(d->ep_handle), want);
+				fail("message \"%s\" from ep of %d, expected \"%s\"",
+				     buf + j * MSG_LEN, ep_index(d->ep_handle), want);
 				exit(1);
 			}
 		}
@@ -236,8 +215,7 @@ static void expect_single(int j, DAT_UINT64 timeout, DAT_EVENT_NUMBER want, cons
 	common_connect(j, timeout);
 	next_conn_event(&ev);
 	if (ev.event_number != want) {
-		printf("FAIL: rank %d: %s: event 0x%x, expected 0x%x\n", rank, tag,
-		       ev.event_number, want);
+		fail("%s: event 0x%x, expected 0x%x", tag, ev.event_number, want);
 		exit(1);
 	}
 	printf("csp rank %d: ok %s\n", rank, tag);
@@ -246,6 +224,7 @@ static void expect_single(int j, DAT_UINT64 timeout, DAT_EVENT_NUMBER want, cons
 int main(int argc, char **argv)
 {
 	const char *mode;
+	char tag[16];
 
 	if (argc != 8) {
 		fprintf(stderr, "usage: %s IA RANK NPH HOSTA_IP HOSTB_IP BASEPORT MODE\n", argv[0]);
@@ -261,6 +240,8 @@ int main(int argc, char **argv)
 	if (nprocs > MAX_PEERS || rank < 0 || rank >= nprocs)
 		return 2;
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	snprintf(tag, sizeof(tag), "rank %d", rank);
+	fail_tag = tag;
 	setup(argv[1]);
 
 	if (!strncmp(mode, "all2all", 7)) {
@@ -284,10 +265,7 @@ int main(int argc, char **argv)
 		if (ep[j])
 			dat_ep_free(ep[j]);
 	CHECK(DAT_CSP_FREE(csp));
-	dat_lmr_free(lmr);
-	dat_evd_free(conn_evd);
 	dat_evd_free(dto_evd);
-	dat_pz_free(pz);
-	dat_ia_close(ia, DAT_CLOSE_ABRUPT_FLAG);
+	consumer_close(&cs);
 	return 0;
 }

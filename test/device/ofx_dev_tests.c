@@ -26,16 +26,14 @@
  *        ofx_dev_tests client SERVER_IP [IA]
  * IA defaults to ofx-rxe-p2p.  Prints "ALL TESTS PASSED" or "FAIL: ...".
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
-#include <time.h>
 #include <stdint.h>
 #include <dat2/udat.h>
+
+#include "consumer.h"
 
 #define QUAL 50001
 #define MSG_LEN 64
@@ -44,57 +42,18 @@
 #define TIMEOUT_US (20 * 1000 * 1000)
 
 struct conn {
-	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async_evd, dto_evd, conn_evd, cr_evd;
-	DAT_PZ_HANDLE pz;
+	struct consumer cs;	/* its LMR covers buf */
+	DAT_EVD_HANDLE dto_evd;
 	DAT_EP_HANDLE ep;
-	DAT_LMR_HANDLE lmr;
-	DAT_LMR_CONTEXT lkey;
 	char buf[(NRECV + NMSG + 1) * MSG_LEN];
 };
 
-static int failures;
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	printf("FAIL: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	fflush(stdout);
-	failures++;
-}
-
-#define CHECK_DAT(call)                                                        \
-	do {                                                                   \
-		DAT_RETURN ret_ = (call);                                      \
-		if (ret_ != DAT_SUCCESS) {                                     \
-			const char *maj_ = "", *min_ = "";                     \
-			dat_strerror(ret_, &maj_, &min_);                      \
-			fail("%s:%d %s: %s %s", __FILE__, __LINE__, #call, maj_, min_); \
-			return -1;                                             \
-		}                                                              \
-	} while (0)
-
 static int open_conn(struct conn *c, const char *ia_name)
 {
-	DAT_REGION_DESCRIPTION region = { .for_va = c->buf };
-	DAT_VLEN reg_len;
-	DAT_VADDR reg_addr;
-
 	memset(c, 0, sizeof(*c));
-	c->async_evd = DAT_HANDLE_NULL;
-	CHECK_DAT(dat_ia_open((char *)ia_name, 8, &c->async_evd, &c->ia));
-	CHECK_DAT(dat_pz_create(c->ia, &c->pz));
-	CHECK_DAT(dat_evd_create(c->ia, 32, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->dto_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG, &c->conn_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr_evd));
-	CHECK_DAT(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(c->buf), c->pz,
-				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lkey, NULL,
-				 &reg_len, &reg_addr));
+	if (consumer_open(&c->cs, ia_name, c->buf, sizeof(c->buf), 8))
+		return -1;
+	CHECK_DAT(dat_evd_create(c->cs.ia, 32, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->dto_evd));
 	return 0;
 }
 
@@ -102,42 +61,29 @@ static void close_conn(struct conn *c)
 {
 	if (c->ep)
 		dat_ep_free(c->ep);
-	if (c->lmr)
-		dat_lmr_free(c->lmr);
-	dat_evd_free(c->cr_evd);
-	dat_evd_free(c->conn_evd);
 	dat_evd_free(c->dto_evd);
-	dat_pz_free(c->pz);
-	dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+	consumer_close(&c->cs);
 }
 
 static int create_ep(struct conn *c, const char *p2p_attr)
 {
 	DAT_EP_ATTR attr;
 	DAT_NAMED_ATTR named = { "P2P", p2p_attr };
-	DAT_EP_PARAM param;
 
-	/* start from the provider's defaults, as dapltest does */
-	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, c->dto_evd, c->conn_evd, NULL, &c->ep));
-	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
-	CHECK_DAT(dat_ep_free(c->ep));
-	attr = param.ep_attr;
+	if (ep_default_attr(&c->cs, c->dto_evd, &attr))
+		return -1;
 	attr.max_recv_dtos = NRECV + 2;
 	attr.max_request_dtos = NMSG + 2;
 	attr.ep_provider_specific_count = p2p_attr ? 1 : 0;
 	attr.ep_provider_specific = p2p_attr ? &named : NULL;
-	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, c->dto_evd, c->conn_evd, &attr, &c->ep));
+	CHECK_DAT(dat_ep_create(c->cs.ia, c->cs.pz, c->dto_evd, c->dto_evd, c->cs.conn_evd, &attr,
+				&c->ep));
 	return 0;
 }
 
 static DAT_LMR_TRIPLET slot(struct conn *c, int i)
 {
-	DAT_LMR_TRIPLET iov = {
-		.lmr_context = c->lkey,
-		.virtual_address = (DAT_VADDR)(uintptr_t)(c->buf + i * MSG_LEN),
-		.segment_length = MSG_LEN,
-	};
-	return iov;
+	return lmr_iov(&c->cs, c->buf + i * MSG_LEN, MSG_LEN);
 }
 
 static int post_recvs(struct conn *c)
@@ -166,11 +112,11 @@ static int send_msg(struct conn *c, int idx, const char *text)
 static int wait_dto(struct conn *c, DAT_DTOS op, DAT_UINT64 cookie, const char *text)
 {
 	DAT_EVENT ev;
-	DAT_COUNT nmore;
 	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
 
 	do {
-		CHECK_DAT(dat_evd_wait(c->dto_evd, TIMEOUT_US, 1, &ev, &nmore));
+		if (wait_event(c->dto_evd, TIMEOUT_US, 0, &ev, "dto completion"))
+			return -1;
 		/* flushed receives of the previous connection's EP may still be queued */
 	} while (ev.event_number == DAT_DTO_COMPLETION_EVENT && d->ep_handle != c->ep &&
 		 d->status == DAT_DTO_ERR_FLUSHED);
@@ -199,14 +145,8 @@ static int wait_dto(struct conn *c, DAT_DTOS op, DAT_UINT64 cookie, const char *
 static int wait_conn(struct conn *c, DAT_EVENT_NUMBER expect)
 {
 	DAT_EVENT ev;
-	DAT_COUNT nmore;
 
-	CHECK_DAT(dat_evd_wait(c->conn_evd, TIMEOUT_US, 1, &ev, &nmore));
-	if (ev.event_number != expect) {
-		fail("connection event 0x%x, expected 0x%x", ev.event_number, expect);
-		return -1;
-	}
-	return 0;
+	return wait_event(c->cs.conn_evd, TIMEOUT_US, expect, &ev, NULL);
 }
 
 static int expect_p2p(struct conn *c, const char *want, const char *side)
@@ -236,18 +176,15 @@ static int take_request(struct conn *c, bool handoff, DAT_PSP_HANDLE psp2,
 			DAT_EVD_HANDLE cr_evd2, const char *tag, DAT_CR_HANDLE *cr_p)
 {
 	DAT_EVENT ev;
-	DAT_COUNT nmore;
 
-	CHECK_DAT(dat_evd_wait(c->cr_evd, TIMEOUT_US, 1, &ev, &nmore));
-	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
-		fail("%s: cr event 0x%x", tag, ev.event_number);
+	if (wait_event(c->cs.cr_evd, TIMEOUT_US, DAT_CONNECTION_REQUEST_EVENT, &ev, tag))
 		return -1;
-	}
 	*cr_p = ev.event_data.cr_arrival_event_data.cr_handle;
 	if (!handoff)
 		return 0;
 	CHECK_DAT(dat_cr_handoff(*cr_p, QUAL + 1));
-	CHECK_DAT(dat_evd_wait(cr_evd2, TIMEOUT_US, 1, &ev, &nmore));
+	if (wait_event(cr_evd2, TIMEOUT_US, 0, &ev, "the handed-off request"))
+		return -1;
 	if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT ||
 	    ev.event_data.cr_arrival_event_data.conn_qual != QUAL + 1 ||
 	    ev.event_data.cr_arrival_event_data.sp_handle.psp_handle != psp2) {
@@ -282,10 +219,10 @@ static int complete_provider_ep(struct conn *c, DAT_CR_HANDLE cr, const char *ta
 		     param.pz_handle, param.connect_evd_handle);
 		return -1;
 	}
-	param.pz_handle = c->pz;
+	param.pz_handle = c->cs.pz;
 	param.recv_evd_handle = c->dto_evd;
 	param.request_evd_handle = c->dto_evd;
-	param.connect_evd_handle = c->conn_evd;
+	param.connect_evd_handle = c->cs.conn_evd;
 	param.ep_attr.max_recv_dtos = NRECV + 2;
 	param.ep_attr.max_request_dtos = NMSG + 2;
 	CHECK_DAT(dat_ep_modify(c->ep, DAT_EP_FIELD_PZ_HANDLE | DAT_EP_FIELD_RECV_EVD_HANDLE |
@@ -293,7 +230,7 @@ static int complete_provider_ep(struct conn *c, DAT_CR_HANDLE cr, const char *ta
 				DAT_EP_FIELD_EP_ATTR_MAX_RECV_DTOS |
 				DAT_EP_FIELD_EP_ATTR_MAX_REQUEST_DTOS, &param));
 	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
-	if (param.pz_handle != c->pz || param.ep_attr.max_recv_dtos != NRECV + 2 ||
+	if (param.pz_handle != c->cs.pz || param.ep_attr.max_recv_dtos != NRECV + 2 ||
 	    param.ep_state != DAT_EP_STATE_TENTATIVE_CONNECTION_PENDING) {
 		fail("%s: ep_modify did not take (pz %p, max_recv_dtos %d, state %d)", tag,
 		     param.pz_handle, param.ep_attr.max_recv_dtos, param.ep_state);
@@ -323,11 +260,12 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 			return -1;
 		}
 	}
-	CHECK_DAT(dat_psp_create(c->ia, QUAL, c->cr_evd, mode == SERVE_PROVIDER_EP ?
+	CHECK_DAT(dat_psp_create(c->cs.ia, QUAL, c->cs.cr_evd, mode == SERVE_PROVIDER_EP ?
 				 DAT_PSP_PROVIDER_FLAG : DAT_PSP_CONSUMER_FLAG, &psp));
 	if (handoff) {
-		CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd2));
-		CHECK_DAT(dat_psp_create(c->ia, QUAL + 1, cr_evd2, DAT_PSP_CONSUMER_FLAG, &psp2));
+		CHECK_DAT(dat_evd_create(c->cs.ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd2));
+		CHECK_DAT(dat_psp_create(c->cs.ia, QUAL + 1, cr_evd2, DAT_PSP_CONSUMER_FLAG,
+					 &psp2));
 	}
 	printf("server ready (%s)\n", tag);
 	fflush(stdout);
@@ -362,34 +300,26 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 	return 0;
 }
 
+/* Between connect attempts: dat_ep_reset dropped the receives, post them again. */
+static int connect_again(void *arg, DAT_EP_HANDLE *ep_p)
+{
+	CHECK_DAT(dat_ep_reset(*ep_p));
+	return post_recvs(arg);
+}
+
 static int connect_one(struct conn *c, const char *server, const char *p2p_attr,
 		       const char *want_p2p, const char *tag)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	const struct connect_req req = { .ip = server, .qual = QUAL, .timeout_us = TIMEOUT_US,
+					 .retry_s = 10, .pause_ms = 200, .again = connect_again,
+					 .arg = c };
+	DAT_EVENT ev;
 
-	inet_pton(AF_INET, server, &sin.sin_addr);
 	if (create_ep(c, p2p_attr) || post_recvs(c))
 		return -1;
-	/* the server may still be setting up: retry rejected attempts briefly */
-	for (int attempt = 0;; attempt++) {
-		DAT_EVENT ev;
-		DAT_COUNT nmore;
-
-		CHECK_DAT(dat_ep_connect(c->ep, (DAT_IA_ADDRESS_PTR)&sin, QUAL, TIMEOUT_US, 0, NULL,
-					 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
-		CHECK_DAT(dat_evd_wait(c->conn_evd, TIMEOUT_US, 1, &ev, &nmore));
-		if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
-			break;
-		if (attempt > 50) {
-			fail("%s: connect event 0x%x", tag, ev.event_number);
-			return -1;
-		}
-		CHECK_DAT(dat_ep_reset(c->ep));
-		if (post_recvs(c))
-			return -1;
-		struct timespec ts = { 0, 200 * 1000 * 1000 };
-		nanosleep(&ts, NULL);
-	}
+	/* the server may still be setting up */
+	if (connect_retry(&c->cs, &c->ep, &req, &ev))
+		return -1;
 	if (wait_dto(c, DAT_DTO_RECEIVE, 0, "passive-first"))
 		return -1;
 	for (int i = 0; i < NMSG; i++)

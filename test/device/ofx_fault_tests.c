@@ -88,15 +88,15 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <dat2/udat.h>
+
+#include "consumer.h"
 
 #define QUAL_SERVER 52000
 #define QUAL_VICTIM 52100
@@ -109,7 +109,6 @@
 #define WRITE_LEN 65536
 #define WRITES_INFLIGHT 8
 #define PEER_AREA 4096		/* each peer LMR below */
-#define SEC_US 1000000ull
 #define EVENT_WAIT_US (20 * SEC_US)
 #define BROKEN_BOUND_S 30.0
 
@@ -129,90 +128,17 @@ struct peer_rmr {
 };
 
 struct ctx {
-	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async_evd, dto_evd, conn_evd, cr_evd;
-	DAT_PZ_HANDLE pz;
-	DAT_LMR_HANDLE lmr;
-	DAT_LMR_CONTEXT lkey;
-	DAT_RMR_CONTEXT rkey;
+	struct consumer cs;	/* its LMR covers buf */
+	DAT_EVD_HANDLE dto_evd;
 	char *buf;
 };
 
 static const char *ia_name = "ofx-rxe";
-static const char *cur_case = "setup";
-static int failures;
-
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-static void sleep_ms(long ms)
-{
-	struct timespec ts = { ms / 1000, (ms % 1000) * 1000000L };
-
-	nanosleep(&ts, NULL);
-}
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	printf("FAIL: %s: ", cur_case);
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	failures++;
-}
-
-static const char *dat_str(DAT_RETURN r)
-{
-	static char buf[160];
-	const char *maj = "", *min = "";
-
-	dat_strerror(r, &maj, &min);
-	snprintf(buf, sizeof(buf), "0x%x %s %s", (unsigned)r, maj, min);
-	return buf;
-}
-
-#define CHECK_DAT(call)                                                                 \
-	do {                                                                            \
-		DAT_RETURN ret_ = (call);                                               \
-		if (ret_ != DAT_SUCCESS) {                                              \
-			fail("line %d: %s: %s", __LINE__, #call, dat_str(ret_));        \
-			return -1;                                                      \
-		}                                                                       \
-	} while (0)
-
-static const char *ev_name(DAT_EVENT_NUMBER n)
-{
-	switch (n) {
-	case DAT_DTO_COMPLETION_EVENT: return "DTO_COMPLETION";
-	case DAT_CONNECTION_REQUEST_EVENT: return "CONNECTION_REQUEST";
-	case DAT_CONNECTION_EVENT_ESTABLISHED: return "ESTABLISHED";
-	case DAT_CONNECTION_EVENT_PEER_REJECTED: return "PEER_REJECTED";
-	case DAT_CONNECTION_EVENT_NON_PEER_REJECTED: return "NON_PEER_REJECTED";
-	case DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR: return "ACCEPT_COMPLETION_ERROR";
-	case DAT_CONNECTION_EVENT_DISCONNECTED: return "DISCONNECTED";
-	case DAT_CONNECTION_EVENT_BROKEN: return "BROKEN";
-	case DAT_CONNECTION_EVENT_TIMED_OUT: return "TIMED_OUT";
-	case DAT_CONNECTION_EVENT_UNREACHABLE: return "UNREACHABLE";
-	default: return "?";
-	}
-}
 
 /* ---- setup ------------------------------------------------------------------- */
 
 static int ctx_open(struct ctx *c, DAT_COUNT dto_qlen)
 {
-	DAT_REGION_DESCRIPTION region;
-	DAT_VLEN reg_len;
-	DAT_VADDR reg_addr;
-
 	memset(c, 0, sizeof(*c));
 	c->buf = aligned_alloc(4096, BUF_LEN);
 	if (!c->buf) {
@@ -220,17 +146,10 @@ static int ctx_open(struct ctx *c, DAT_COUNT dto_qlen)
 		return -1;
 	}
 	memset(c->buf, 0, BUF_LEN);
-	region.for_va = c->buf;
-	c->async_evd = DAT_HANDLE_NULL;
-	CHECK_DAT(dat_ia_open((char *)ia_name, 8, &c->async_evd, &c->ia));
-	CHECK_DAT(dat_pz_create(c->ia, &c->pz));
-	CHECK_DAT(dat_evd_create(c->ia, dto_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->dto_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
-				 &c->conn_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr_evd));
-	CHECK_DAT(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, region, BUF_LEN, c->pz,
-				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lkey,
-				 &c->rkey, &reg_len, &reg_addr));
+	if (consumer_open(&c->cs, ia_name, c->buf, BUF_LEN, 8))
+		return -1;
+	CHECK_DAT(dat_evd_create(c->cs.ia, dto_qlen, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG,
+				 &c->dto_evd));
 	return 0;
 }
 
@@ -239,51 +158,50 @@ static int ctx_close(struct ctx *c)
 {
 	DAT_RETURN r;
 
-	CHECK_DAT(dat_lmr_free(c->lmr));
-	CHECK_DAT(dat_evd_free(c->cr_evd));
-	CHECK_DAT(dat_evd_free(c->conn_evd));
+	CHECK_DAT(dat_lmr_free(c->cs.lmr));
+	CHECK_DAT(dat_evd_free(c->cs.cr_evd));
+	CHECK_DAT(dat_evd_free(c->cs.conn_evd));
 	CHECK_DAT(dat_evd_free(c->dto_evd));
-	CHECK_DAT(dat_pz_free(c->pz));
-	r = dat_ia_close(c->ia, DAT_CLOSE_GRACEFUL_FLAG);
+	CHECK_DAT(dat_pz_free(c->cs.pz));
+	r = dat_ia_close(c->cs.ia, DAT_CLOSE_GRACEFUL_FLAG);
 	if (r != DAT_SUCCESS) {
-		fail("dat_ia_close(GRACEFUL): %s", dat_str(r));
-		dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+		fail("dat_ia_close(GRACEFUL): %s", dat_errstr(r));
+		dat_ia_close(c->cs.ia, DAT_CLOSE_ABRUPT_FLAG);
 		return -1;
 	}
 	free(c->buf);
 	return 0;
 }
 
+/* The provider's defaults with the queue depths asked for, one segment per DTO. */
+static int ep_attr(struct ctx *c, int nrecv, int nreq, DAT_EP_ATTR *attr)
+{
+	if (ep_default_attr(&c->cs, c->dto_evd, attr))
+		return -1;
+	attr->max_recv_dtos = nrecv;
+	attr->max_request_dtos = nreq;
+	attr->max_recv_iov = 1;
+	attr->max_request_iov = 1;
+	attr->ep_provider_specific_count = 0;
+	attr->ep_provider_specific = NULL;
+	return 0;
+}
+
 static int ep_make(struct ctx *c, DAT_EVD_HANDLE req_evd, int nrecv, int nreq,
 		   DAT_EP_HANDLE *ep_p)
 {
-	DAT_EP_PARAM param;
-	DAT_EP_HANDLE probe;
 	DAT_EP_ATTR attr;
 
-	/* start from the provider's defaults, as dapltest does */
-	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, c->dto_evd, c->conn_evd, NULL, &probe));
-	CHECK_DAT(dat_ep_query(probe, DAT_EP_FIELD_ALL, &param));
-	CHECK_DAT(dat_ep_free(probe));
-	attr = param.ep_attr;
-	attr.max_recv_dtos = nrecv;
-	attr.max_request_dtos = nreq;
-	attr.max_recv_iov = 1;
-	attr.max_request_iov = 1;
-	attr.ep_provider_specific_count = 0;
-	attr.ep_provider_specific = NULL;
-	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->dto_evd, req_evd, c->conn_evd, &attr, ep_p));
+	if (ep_attr(c, nrecv, nreq, &attr))
+		return -1;
+	CHECK_DAT(dat_ep_create(c->cs.ia, c->cs.pz, c->dto_evd, req_evd, c->cs.conn_evd, &attr,
+				ep_p));
 	return 0;
 }
 
 static DAT_LMR_TRIPLET iov_at(struct ctx *c, size_t off, uint32_t len)
 {
-	DAT_LMR_TRIPLET iov = {
-		.lmr_context = c->lkey,
-		.virtual_address = (DAT_VADDR)(uintptr_t)(c->buf + off),
-		.segment_length = len,
-	};
-	return iov;
+	return lmr_iov(&c->cs, c->buf + off, len);
 }
 
 static int post_recv(struct ctx *c, DAT_EP_HANDLE ep, int slot, uint64_t cookie)
@@ -309,25 +227,6 @@ static int post_send_text(struct ctx *c, DAT_EP_HANDLE ep, int slot, uint64_t co
 	return 0;
 }
 
-/* Waits for the next event on `evd`; the event must be `want` (0: any). */
-static int wait_ev(DAT_EVD_HANDLE evd, uint64_t timeout_us, DAT_EVENT_NUMBER want,
-		   DAT_EVENT *ev)
-{
-	DAT_COUNT nmore;
-	DAT_RETURN r = dat_evd_wait(evd, (DAT_TIMEOUT)timeout_us, 1, ev, &nmore);
-
-	if (r != DAT_SUCCESS) {
-		fail("waiting for %s: %s", want ? ev_name(want) : "an event", dat_str(r));
-		return -1;
-	}
-	if (want && ev->event_number != want) {
-		fail("got event %s (0x%x), expected %s", ev_name(ev->event_number),
-		     ev->event_number, ev_name(want));
-		return -1;
-	}
-	return 0;
-}
-
 /*
  * Waits for the DTO completion of `cookie` on `ep`, skipping flushed
  * completions of earlier EPs; checks the status.
@@ -338,7 +237,7 @@ static int wait_dto(struct ctx *c, DAT_EP_HANDLE ep, uint64_t cookie, DAT_DTO_CO
 	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
 
 	for (;;) {
-		if (wait_ev(c->dto_evd, EVENT_WAIT_US, DAT_DTO_COMPLETION_EVENT, ev))
+		if (wait_event(c->dto_evd, EVENT_WAIT_US, DAT_DTO_COMPLETION_EVENT, ev, NULL))
 			return -1;
 		if (d->ep_handle != ep)
 			continue;
@@ -352,44 +251,46 @@ static int wait_dto(struct ctx *c, DAT_EP_HANDLE ep, uint64_t cookie, DAT_DTO_CO
 	}
 }
 
+struct reconnect {
+	struct ctx *c;
+	int nrecv;
+};
+
+/* dat_ep_reset discarded the receives the EP held: slots 0..nrecv-1 again. */
+static int reconnect_again(void *arg, DAT_EP_HANDLE *ep_p)
+{
+	const struct reconnect *r = arg;
+
+	CHECK_DAT(dat_ep_reset(*ep_p));
+	for (int i = 0; i < r->nrecv; i++)
+		if (post_recv(r->c, *ep_p, i, i))
+			return -1;
+	return 0;
+}
+
 /*
- * Connects a fresh EP; retries while the peer is not listening yet.
- * dat_ep_reset discards the receives the EP still held (no completions), so
- * receive slots 0..nrecv-1 are posted again after each reset.
+ * Connects a fresh EP, retrying while the peer is not listening yet; the
+ * request's private data is the case letter `what`, and the server's LMRs
+ * come back in the accept's (copied to `peer` when given).
  */
 static int connect_ep(struct ctx *c, DAT_EP_HANDLE ep, const char *ip, DAT_CONN_QUAL qual,
 		      char what, struct peer_rmr *peer, int retry_s, int nrecv)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
-	double deadline = now_s() + retry_s;
+	struct reconnect r = { .c = c, .nrecv = nrecv };
+	const struct connect_req req = { .ip = ip, .qual = qual, .timeout_us = 10 * SEC_US,
+					 .pdata_len = 1, .pdata = &what, .retry_s = retry_s,
+					 .pause_ms = 300, .again = reconnect_again, .arg = &r };
+	const DAT_CONNECTION_EVENT_DATA *d;
 	DAT_EVENT ev;
 
-	inet_pton(AF_INET, ip, &sin.sin_addr);
-	for (;;) {
-		const DAT_CONNECTION_EVENT_DATA *d = &ev.event_data.connect_event_data;
-
-		CHECK_DAT(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, qual, 10 * SEC_US, 1, &what,
-					 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
-		if (wait_ev(c->conn_evd, EVENT_WAIT_US, 0, &ev))
-			return -1;
-		if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
-			if (peer && d->private_data_size >= (DAT_COUNT)(PEER_COUNT * sizeof(*peer)))
-				memcpy(peer, d->private_data, PEER_COUNT * sizeof(*peer));
-			else if (peer)
-				memset(peer, 0, PEER_COUNT * sizeof(*peer));
-			return 0;
-		}
-		if (now_s() > deadline) {
-			fail("connect to %s qual %llu: %s", ip, (unsigned long long)qual,
-			     ev_name(ev.event_number));
-			return -1;
-		}
-		CHECK_DAT(dat_ep_reset(ep));
-		for (int i = 0; i < nrecv; i++)
-			if (post_recv(c, ep, i, i))
-				return -1;
-		sleep_ms(300);
-	}
+	if (connect_retry(&c->cs, &ep, &req, &ev))
+		return -1;
+	d = &ev.event_data.connect_event_data;
+	if (peer && d->private_data_size >= (DAT_COUNT)(PEER_COUNT * sizeof(*peer)))
+		memcpy(peer, d->private_data, PEER_COUNT * sizeof(*peer));
+	else if (peer)
+		memset(peer, 0, PEER_COUNT * sizeof(*peer));
+	return 0;
 }
 
 static int disconnect_ep(struct ctx *c, DAT_EP_HANDLE ep)
@@ -397,7 +298,8 @@ static int disconnect_ep(struct ctx *c, DAT_EP_HANDLE ep)
 	DAT_EVENT ev;
 
 	CHECK_DAT(dat_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG));
-	return wait_ev(c->conn_evd, EVENT_WAIT_US, DAT_CONNECTION_EVENT_DISCONNECTED, &ev);
+	return wait_event(c->cs.conn_evd, EVENT_WAIT_US, DAT_CONNECTION_EVENT_DISCONNECTED, &ev,
+			  NULL);
 }
 
 /* Sends `text` and waits for the send and the echo. */
@@ -410,7 +312,7 @@ static int echo_roundtrip(struct ctx *c, DAT_EP_HANDLE ep, int recv_slot, const 
 	if (post_send_text(c, ep, 0, 500, text))
 		return -1;
 	while (!sent || !echoed) {
-		if (wait_ev(c->dto_evd, EVENT_WAIT_US, DAT_DTO_COMPLETION_EVENT, &ev))
+		if (wait_event(c->dto_evd, EVENT_WAIT_US, DAT_DTO_COMPLETION_EVENT, &ev, NULL))
 			return -1;
 		if (d->ep_handle != ep)
 			continue;
@@ -464,7 +366,8 @@ static int server_lmrs(struct server *s)
 		DAT_VADDR addr;
 
 		memset(s->peer_buf + i * PEER_AREA, 'a' + i, PEER_AREA);
-		CHECK_DAT(dat_lmr_create(s->c.ia, DAT_MEM_TYPE_VIRTUAL, region, PEER_AREA, s->c.pz,
+		CHECK_DAT(dat_lmr_create(s->c.cs.ia, DAT_MEM_TYPE_VIRTUAL, region, PEER_AREA,
+					 s->c.cs.pz,
 					 priv[i], DAT_VA_TYPE_VA, &s->peer_lmr[i], &lkey, &rkey,
 					 &len, &addr));
 		s->peer[i].va = (uint64_t)(uintptr_t)(s->peer_buf + i * PEER_AREA);
@@ -509,7 +412,8 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 		if (post_recv(c, ep, i, i))
 			return -1;
 	CHECK_DAT(dat_cr_accept(cr, ep, sizeof(s->peer), s->peer));
-	if (wait_ev(c->conn_evd, EVENT_WAIT_US, DAT_CONNECTION_EVENT_ESTABLISHED, &ev)) {
+	if (wait_event(c->cs.conn_evd, EVENT_WAIT_US, DAT_CONNECTION_EVENT_ESTABLISHED, &ev,
+		       NULL)) {
 		dat_ep_free(ep);
 		return -1;
 	}
@@ -526,9 +430,9 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 				break;
 			rnr_post_at = 0;
 		}
-		r = dat_evd_dequeue(c->conn_evd, &ev);
+		r = dat_evd_dequeue(c->cs.conn_evd, &ev);
 		if (r == DAT_SUCCESS) {
-			printf("server: connection event %s\n", ev_name(ev.event_number));
+			printf("server: connection event %s\n", event_name(ev.event_number));
 			done = true;
 			break;
 		}
@@ -538,7 +442,7 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 			continue;
 		}
 		if (r != DAT_SUCCESS) {
-			fail("server: dequeue: %s", dat_str(r));
+			fail("server: dequeue: %s", dat_errstr(r));
 			break;
 		}
 		if (d->ep_handle != ep || d->status != DAT_DTO_SUCCESS ||
@@ -570,7 +474,7 @@ static int run_server(DAT_CONN_QUAL qual)
 
 	if (ctx_open(&s.c, 64) || server_lmrs(&s))
 		return 1;
-	if (dat_psp_create(s.c.ia, qual, s.c.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp) !=
+	if (dat_psp_create(s.c.cs.ia, qual, s.c.cs.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp) !=
 	    DAT_SUCCESS) {
 		fail("server: psp_create qual %llu", (unsigned long long)qual);
 		return 1;
@@ -582,7 +486,8 @@ static int run_server(DAT_CONN_QUAL qual)
 		DAT_CR_HANDLE cr;
 		char what;
 
-		if (dat_evd_wait(s.c.cr_evd, DAT_TIMEOUT_INFINITE, 1, &ev, NULL) != DAT_SUCCESS ||
+		if (dat_evd_wait(s.c.cs.cr_evd, DAT_TIMEOUT_INFINITE, 1, &ev, NULL) !=
+			    DAT_SUCCESS ||
 		    ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
 			fail("server: cr wait");
 			return 1;
@@ -668,10 +573,10 @@ static int peer_lost(bool restart)
 			       (int)inflight);
 			loaded = true;
 		}
-		if (!conn_ev && dat_evd_dequeue(c.conn_evd, &ev) == DAT_SUCCESS) {
+		if (!conn_ev && dat_evd_dequeue(c.cs.conn_evd, &ev) == DAT_SUCCESS) {
 			conn_ev = ev.event_number;
 			t_kill_seen = now_s();
-			printf("client: %s after %.1f s of traffic\n", ev_name(conn_ev),
+			printf("client: %s after %.1f s of traffic\n", event_name(conn_ev),
 			       t_kill_seen - t0);
 			continue;
 		}
@@ -703,7 +608,7 @@ static int peer_lost(bool restart)
 			continue;
 		}
 		if (r != DAT_SUCCESS) {
-			fail("dequeue: %s", dat_str(r));
+			fail("dequeue: %s", dat_errstr(r));
 			return -1;
 		}
 		if (d->ep_handle != ep) {
@@ -737,17 +642,17 @@ static int peer_lost(bool restart)
 	}
 	t_conn = t_kill_seen - t0;
 	/* the last good completion bounds the moment the peer went away */
-	printf("client: %s %.2f s after the last successful rdma write\n", ev_name(conn_ev),
+	printf("client: %s %.2f s after the last successful rdma write\n", event_name(conn_ev),
 	       t_kill_seen - t_last_ok);
 	if (t_last_ok && t_kill_seen - t_last_ok > BROKEN_BOUND_S)
-		fail("%s only %.1f s after the peer went away (bound %.0f s)", ev_name(conn_ev),
+		fail("%s only %.1f s after the peer went away (bound %.0f s)", event_name(conn_ev),
 		     t_kill_seen - t_last_ok, BROKEN_BOUND_S);
 	if (!conn_ev) {
 		fail("no connection event");
 		return -1;
 	}
 	if (conn_ev != DAT_CONNECTION_EVENT_BROKEN && conn_ev != DAT_CONNECTION_EVENT_DISCONNECTED)
-		fail("connection event %s, expected BROKEN or DISCONNECTED", ev_name(conn_ev));
+		fail("connection event %s, expected BROKEN or DISCONNECTED", event_name(conn_ev));
 	for (int i = 0; i < NRECV; i++)
 		if (recv_seen[i] != 1)
 			fail("receive %d came back %d times (expected once, FLUSHED)", i,
@@ -759,7 +664,7 @@ static int peer_lost(bool restart)
 	       "traffic ran %.1f s before %s\n",
 	       (unsigned long long)writes_posted, (unsigned long long)writes_ok,
 	       (unsigned long long)writes_flushed, (unsigned long long)writes_err, t_conn,
-	       ev_name(conn_ev));
+	       event_name(conn_ev));
 	/* the script prints when it killed the peer; the log timestamps bound it */
 	t0 = now_s();
 	alarm(30);
@@ -816,7 +721,7 @@ static int connect_expect_failure(const char *ip, DAT_CONN_QUAL qual, uint64_t t
 	t0 = now_s();
 	CHECK_DAT(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, qual, (DAT_TIMEOUT)timeout_us, 1,
 				 &what, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
-	if (wait_ev(c.conn_evd, 60 * SEC_US, 0, &ev))
+	if (wait_event(c.cs.conn_evd, 60 * SEC_US, 0, &ev, NULL))
 		return -1;
 	*secs_p = now_s() - t0;
 	*ev_p = ev.event_number;
@@ -840,9 +745,9 @@ static int case_no_listener(void)
 
 	if (connect_expect_failure(server_ip, QUAL_NOBODY, 10 * SEC_US, REQ_ECHO, &num, &secs))
 		return -1;
-	printf("client: no listener: %s after %.2f s\n", ev_name(num), secs);
+	printf("client: no listener: %s after %.2f s\n", event_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_NON_PEER_REJECTED) {
-		fail("got %s, expected NON_PEER_REJECTED", ev_name(num));
+		fail("got %s, expected NON_PEER_REJECTED", event_name(num));
 		return -1;
 	}
 	return 0;
@@ -855,9 +760,9 @@ static int case_unreachable(void)
 
 	if (connect_expect_failure(UNREACHABLE_IP, QUAL_SERVER, 3 * SEC_US, REQ_ECHO, &num, &secs))
 		return -1;
-	printf("client: unreachable host: %s after %.2f s\n", ev_name(num), secs);
+	printf("client: unreachable host: %s after %.2f s\n", event_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_TIMED_OUT) {
-		fail("got %s, expected TIMED_OUT", ev_name(num));
+		fail("got %s, expected TIMED_OUT", event_name(num));
 		return -1;
 	}
 	if (secs < 2.5 || secs > 6) {
@@ -876,9 +781,9 @@ static int case_unreachable_resolve(void)
 	if (connect_expect_failure(UNREACHABLE_IP, QUAL_SERVER, 10 * SEC_US, REQ_ECHO, &num, &secs))
 		return -1;
 	printf("client: unreachable host, short address resolution: %s after %.2f s\n",
-	       ev_name(num), secs);
+	       event_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_UNREACHABLE) {
-		fail("got %s, expected UNREACHABLE", ev_name(num));
+		fail("got %s, expected UNREACHABLE", event_name(num));
 		return -1;
 	}
 	if (secs > 8) {
@@ -938,7 +843,7 @@ static int case_evd_overflow(void)
 
 	if (ctx_open(&c, 64))
 		return -1;
-	CHECK_DAT(dat_evd_create(c.ia, OVF_QLEN, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req_evd));
+	CHECK_DAT(dat_evd_create(c.cs.ia, OVF_QLEN, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req_evd));
 	CHECK_DAT(dat_evd_query(req_evd, DAT_EVD_FIELD_EVD_QLEN, &ep_));
 	if (ep_make(&c, req_evd, NRECV, OVF_N, &ep))
 		return -1;
@@ -965,7 +870,7 @@ static int case_evd_overflow(void)
 			continue;
 		}
 		if (r != DAT_SUCCESS) {
-			fail("dequeue: %s", dat_str(r));
+			fail("dequeue: %s", dat_errstr(r));
 			return -1;
 		}
 		if (d->status != DAT_DTO_SUCCESS || d->user_cookie.as_64 != (uint64_t)(200 + got)) {
@@ -975,7 +880,7 @@ static int case_evd_overflow(void)
 		}
 		got++;
 	}
-	while (dat_evd_dequeue(c.async_evd, &ev) == DAT_SUCCESS)
+	while (dat_evd_dequeue(c.cs.async_evd, &ev) == DAT_SUCCESS)
 		asyncs++;
 	printf("client: evd qlen %d (asked %d): %d of %d completions dequeued, %d async events\n",
 	       ep_.evd_qlen, OVF_QLEN, got, OVF_N, asyncs);
@@ -1036,18 +941,18 @@ static int case_access(enum access_kind kind)
 		r = dat_ep_post_rdma_write(ep, 1, &iov, (DAT_DTO_COOKIE)(uint64_t)300, &rmr,
 					   DAT_COMPLETION_DEFAULT_FLAG);
 	if (r != DAT_SUCCESS) {
-		fail("post: %s", dat_str(r));
+		fail("post: %s", dat_errstr(r));
 		return -1;
 	}
 	t0 = now_s();
 	while ((!got_dto || !got_conn) && now_s() - t0 < 30) {
-		if (!got_conn && dat_evd_dequeue(c.conn_evd, &ev) == DAT_SUCCESS) {
+		if (!got_conn && dat_evd_dequeue(c.cs.conn_evd, &ev) == DAT_SUCCESS) {
 			got_conn = true;
 			printf("client: connection event %s after %.2f s\n",
-			       ev_name(ev.event_number), now_s() - t0);
+			       event_name(ev.event_number), now_s() - t0);
 			if (ev.event_number != DAT_CONNECTION_EVENT_BROKEN)
 				fail("connection event %s, expected BROKEN",
-				     ev_name(ev.event_number));
+				     event_name(ev.event_number));
 			continue;
 		}
 		if (!got_dto && dat_evd_dequeue(c.dto_evd, &ev) == DAT_SUCCESS) {
@@ -1073,7 +978,7 @@ static int case_access(enum access_kind kind)
 	r = dat_ep_post_rdma_write(ep, 1, &iov, (DAT_DTO_COOKIE)(uint64_t)301, &rmr,
 				   DAT_COMPLETION_DEFAULT_FLAG);
 	if (DAT_GET_TYPE(r) != DAT_INVALID_STATE && r != DAT_SUCCESS)
-		fail("post on a broken ep: %s", dat_str(r));
+		fail("post on a broken ep: %s", dat_errstr(r));
 	CHECK_DAT(dat_ep_free(ep));
 	return ctx_close(&c);
 }
@@ -1100,22 +1005,23 @@ static int case_abrupt_close(void)
 	    echo_roundtrip(&c, ep, 0, "before-abrupt-close"))
 		return -1;
 	region.for_va = c.buf + BUF_LEN / 2;
-	CHECK_DAT(dat_lmr_create(c.ia, DAT_MEM_TYPE_VIRTUAL, region, 65536, c.pz,
+	CHECK_DAT(dat_lmr_create(c.cs.ia, DAT_MEM_TYPE_VIRTUAL, region, 65536, c.cs.pz,
 				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &extra_lmr, &lkey, NULL,
 				 NULL, NULL));
-	CHECK_DAT(dat_evd_create(c.ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &extra_evd));
-	CHECK_DAT(dat_psp_create(c.ia, QUAL_SERVER + 7, c.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp));
+	CHECK_DAT(dat_evd_create(c.cs.ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &extra_evd));
+	CHECK_DAT(dat_psp_create(c.cs.ia, QUAL_SERVER + 7, c.cs.cr_evd, DAT_PSP_CONSUMER_FLAG,
+				 &psp));
 	/* a send in flight too */
 	if (post_send_text(&c, ep, 1, 501, "in-flight-at-close"))
 		return -1;
 	t0 = now_s();
 	alarm(20);
-	r = dat_ia_close(c.ia, DAT_CLOSE_ABRUPT_FLAG);
+	r = dat_ia_close(c.cs.ia, DAT_CLOSE_ABRUPT_FLAG);
 	alarm(0);
-	printf("client: ia_close(ABRUPT) with live objects: %s after %.2f s\n", dat_str(r),
+	printf("client: ia_close(ABRUPT) with live objects: %s after %.2f s\n", dat_errstr(r),
 	       now_s() - t0);
 	if (r != DAT_SUCCESS)
-		fail("dat_ia_close(ABRUPT): %s", dat_str(r));
+		fail("dat_ia_close(ABRUPT): %s", dat_errstr(r));
 	free(c.buf);
 	return r == DAT_SUCCESS ? 0 : -1;
 }
@@ -1125,34 +1031,26 @@ static int case_ep_limit(void)
 	int max = getenv("OFX_FAULT_EP_MAX") ? atoi(getenv("OFX_FAULT_EP_MAX")) : 20000;
 	DAT_EP_HANDLE *eps = calloc(max, sizeof(*eps));
 	DAT_EP_ATTR attr;
-	DAT_EP_PARAM param;
-	DAT_EP_HANDLE probe;
 	struct ctx c;
 	DAT_RETURN r = DAT_SUCCESS;
 	int n;
 
 	if (!eps || ctx_open(&c, 64))
 		return -1;
-	CHECK_DAT(dat_ep_create(c.ia, c.pz, c.dto_evd, c.dto_evd, c.conn_evd, NULL, &probe));
-	CHECK_DAT(dat_ep_query(probe, DAT_EP_FIELD_ALL, &param));
-	CHECK_DAT(dat_ep_free(probe));
-	attr = param.ep_attr;
-	attr.max_recv_dtos = 2;
-	attr.max_request_dtos = 2;
-	attr.max_recv_iov = 1;
-	attr.max_request_iov = 1;
-	attr.ep_provider_specific_count = 0;
-	attr.ep_provider_specific = NULL;
+	if (ep_attr(&c, 2, 2, &attr))
+		return -1;
 	for (n = 0; n < max; n++) {
-		r = dat_ep_create(c.ia, c.pz, c.dto_evd, c.dto_evd, c.conn_evd, &attr, &eps[n]);
+		r = dat_ep_create(c.cs.ia, c.cs.pz, c.dto_evd, c.dto_evd, c.cs.conn_evd, &attr,
+				  &eps[n]);
 		if (r != DAT_SUCCESS)
 			break;
 	}
-	printf("client: %d EPs created, then %s\n", n, n < max ? dat_str(r) : "limit of the test");
+	printf("client: %d EPs created, then %s\n", n,
+	       n < max ? dat_errstr(r) : "limit of the test");
 	if (n == max) {
 		fail("no refusal within %d EPs", max);
 	} else if (DAT_GET_TYPE(r) != DAT_INSUFFICIENT_RESOURCES) {
-		fail("ep_create %d: %s, expected DAT_INSUFFICIENT_RESOURCES", n, dat_str(r));
+		fail("ep_create %d: %s, expected DAT_INSUFFICIENT_RESOURCES", n, dat_errstr(r));
 	} else if (n < 1) {
 		fail("not even one EP");
 	}
@@ -1183,9 +1081,9 @@ static int case_quit(void)
 	/* the server rejects the request and exits */
 	if (connect_expect_failure(server_ip, QUAL_SERVER, 10 * SEC_US, REQ_QUIT, &num, &secs))
 		return -1;
-	printf("client: quit request: %s after %.2f s\n", ev_name(num), secs);
+	printf("client: quit request: %s after %.2f s\n", event_name(num), secs);
 	if (num != DAT_CONNECTION_EVENT_PEER_REJECTED)
-		fail("quit: %s, expected PEER_REJECTED", ev_name(num));
+		fail("quit: %s, expected PEER_REJECTED", event_name(num));
 	return 0;
 }
 
@@ -1212,7 +1110,7 @@ static int run_case(const char *name)
 {
 	int before = failures, ret = -1;
 
-	cur_case = name;
+	fail_tag = name;
 	printf("case %s\n", name);
 	if (!strcmp(name, "access_write_ro"))
 		ret = case_access(ACC_WRITE_NO_PRIV);
@@ -1254,6 +1152,7 @@ static void on_alarm(int sig)
 int main(int argc, char **argv)
 {
 	setvbuf(stdout, NULL, _IOLBF, 0);
+	fail_tag = "setup";
 	signal(SIGALRM, on_alarm);
 	if (getenv("OFX_FAULT_IA"))
 		ia_name = getenv("OFX_FAULT_IA");

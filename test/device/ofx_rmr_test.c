@@ -18,23 +18,26 @@
  *            the window (not exported by libdat2 either), the server's
  *            receive event must report that rmr_context, and the next
  *            write through it must fail; skipped if the client's device
- *            answers DAT_MODEL_NOT_SUPPORTED
+ *            answers DAT_MODEL_NOT_SUPPORTED.  rmr_query must then show
+ *            the window unbound (no region, no privileges); after the
+ *            failed write the server binds the SAME RMR handle again, to a
+ *            fresh region, over a new connection (no LOCAL_INV of the free
+ *            window may be posted, or the bind fails), and the client's
+ *            write through the new context must land there
  *
  * Usage: ofx_rmr_test server [IA]          (prints "server ready")
  *        ofx_rmr_test client SERVER_IP [IA]
  * IA defaults to ofx-rxe.  Prints "ALL TESTS PASSED" or "FAIL: ...".
  */
-#include <arpa/inet.h>
-#include <netinet/in.h>
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h> /* the DAT_* redirection macros */
+
+#include "consumer.h"
 
 #define QUAL 50011
 #define NROUNDS 3
@@ -50,80 +53,28 @@ struct msg {
 };
 
 struct ctx {
-	DAT_IA_HANDLE ia;
-	DAT_EVD_HANDLE async_evd, recv_evd, req_evd, conn_evd, cr_evd;
-	DAT_PZ_HANDLE pz;
+	struct consumer cs;	/* its LMR covers this whole context */
+	DAT_EVD_HANDLE recv_evd, req_evd;
 	DAT_EP_HANDLE ep;
-	DAT_LMR_HANDLE lmr;
-	DAT_LMR_CONTEXT lkey;
 	struct msg msgs[4];	/* [0..1] receives, [2..3] sends */
-	char mem[NROUNDS * REGION];
+	char mem[(NROUNDS + 1) * REGION];	/* one region a round, then round 2's rebind */
 };
-
-static int failures;
-
-static void fail(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	printf("FAIL: ");
-	vprintf(fmt, ap);
-	printf("\n");
-	va_end(ap);
-	failures++;
-}
-
-static const char *errstr(DAT_RETURN ret)
-{
-	static char buf[160];
-	const char *maj = "", *min = "";
-
-	dat_strerror(ret, &maj, &min);
-	snprintf(buf, sizeof(buf), "0x%x %s %s", (unsigned int)ret, maj, min);
-	return buf;
-}
-
-#define CHECK_DAT(call)                                                          \
-	do {                                                                     \
-		DAT_RETURN ret_ = (call);                                        \
-		if (ret_ != DAT_SUCCESS) {                                       \
-			fail("%s:%d %s: %s", __FILE__, __LINE__, #call, errstr(ret_)); \
-			return -1;                                               \
-		}                                                                \
-	} while (0)
-
-static DAT_LMR_TRIPLET iov_of(struct ctx *c, void *p, uint32_t len)
-{
-	DAT_LMR_TRIPLET iov = { .virtual_address = (DAT_VADDR)(uintptr_t)p,
-				.segment_length = len, .lmr_context = c->lkey };
-
-	return iov;
-}
 
 static int open_ctx(struct ctx *c, const char *ia_name, bool server)
 {
-	DAT_REGION_DESCRIPTION region = { .for_va = c };
 	DAT_IA_ATTR attr;
 
 	memset(c, 0, sizeof(*c));
-	c->async_evd = DAT_HANDLE_NULL;
-	CHECK_DAT(dat_ia_open((char *)ia_name, 8, &c->async_evd, &c->ia));
-	CHECK_DAT(dat_ia_query(c->ia, NULL, DAT_IA_FIELD_IA_MAX_RMRS, &attr, 0, NULL));
+	/* the whole context: messages and exposed memory */
+	if (consumer_open(&c->cs, ia_name, c, sizeof(*c), 8))
+		return -1;
+	CHECK_DAT(dat_ia_query(c->cs.ia, NULL, DAT_IA_FIELD_IA_MAX_RMRS, &attr, 0, NULL));
 	printf("%s: ia_query max_rmrs %d\n", server ? "server" : "client", attr.max_rmrs);
 	if (server && attr.max_rmrs <= 0)
 		fail("ia_query reports max_rmrs %d", attr.max_rmrs);
-	CHECK_DAT(dat_pz_create(c->ia, &c->pz));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->recv_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 16, DAT_HANDLE_NULL,
+	CHECK_DAT(dat_evd_create(c->cs.ia, 8, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &c->recv_evd));
+	CHECK_DAT(dat_evd_create(c->cs.ia, 16, DAT_HANDLE_NULL,
 				 DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG, &c->req_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CONNECTION_FLAG,
-				 &c->conn_evd));
-	CHECK_DAT(dat_evd_create(c->ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &c->cr_evd));
-	/* the whole context: messages and exposed memory */
-	CHECK_DAT(dat_lmr_create(c->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(*c), c->pz,
-				 DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &c->lmr, &c->lkey, NULL,
-				 NULL, NULL));
 	return 0;
 }
 
@@ -131,45 +82,26 @@ static void close_ctx(struct ctx *c)
 {
 	if (c->ep)
 		dat_ep_free(c->ep);
-	dat_lmr_free(c->lmr);
-	dat_evd_free(c->cr_evd);
-	dat_evd_free(c->conn_evd);
 	dat_evd_free(c->req_evd);
 	dat_evd_free(c->recv_evd);
-	dat_pz_free(c->pz);
-	dat_ia_close(c->ia, DAT_CLOSE_ABRUPT_FLAG);
+	consumer_close(&c->cs);
 }
 
 static int create_ep(struct ctx *c)
 {
 	DAT_EP_ATTR attr;
-	DAT_EP_PARAM param;
 
-	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->recv_evd, c->req_evd, c->conn_evd, NULL, &c->ep));
-	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
-	CHECK_DAT(dat_ep_free(c->ep));
-	attr = param.ep_attr;
+	if (ep_default_attr(&c->cs, c->recv_evd, &attr))
+		return -1;
 	attr.max_recv_dtos = 4;
 	attr.max_request_dtos = 8;
-	CHECK_DAT(dat_ep_create(c->ia, c->pz, c->recv_evd, c->req_evd, c->conn_evd, &attr,
+	CHECK_DAT(dat_ep_create(c->cs.ia, c->cs.pz, c->recv_evd, c->req_evd, c->cs.conn_evd, &attr,
 				&c->ep));
 	for (int i = 0; i < 2; i++) {
-		DAT_LMR_TRIPLET iov = iov_of(c, &c->msgs[i], sizeof(c->msgs[i]));
+		DAT_LMR_TRIPLET iov = lmr_iov(&c->cs, &c->msgs[i], sizeof(c->msgs[i]));
 
 		CHECK_DAT(dat_ep_post_recv(c->ep, 1, &iov, (DAT_DTO_COOKIE)(DAT_UINT64)i,
 					   DAT_COMPLETION_DEFAULT_FLAG));
-	}
-	return 0;
-}
-
-static int wait_event(DAT_EVD_HANDLE evd, DAT_EVENT *ev, const char *what)
-{
-	DAT_COUNT nmore;
-	DAT_RETURN ret = dat_evd_wait(evd, TIMEOUT_US, 1, ev, &nmore);
-
-	if (ret != DAT_SUCCESS) {
-		fail("waiting for %s: %s", what, errstr(ret));
-		return -1;
 	}
 	return 0;
 }
@@ -183,7 +115,7 @@ static int wait_dto(struct ctx *c, DAT_EVD_HANDLE evd, DAT_UINT64 cookie,
 	for (int i = 0; i < 16; i++) {
 		const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
 
-		if (wait_event(evd, &ev, what))
+		if (wait_event(evd, TIMEOUT_US, 0, &ev, what))
 			return -1;
 		if (ev.event_number == DAT_DTO_COMPLETION_EVENT && d->ep_handle == c->ep &&
 		    d->user_cookie.as_64 == cookie) {
@@ -201,7 +133,7 @@ static DAT_RETURN post_msg(struct ctx *c, enum msg_type type, int round,
 			   const DAT_RMR_TRIPLET *rmr, bool inv, DAT_RMR_CONTEXT inv_ctx)
 {
 	struct msg *m = &c->msgs[2];
-	DAT_LMR_TRIPLET iov = iov_of(c, m, sizeof(*m));
+	DAT_LMR_TRIPLET iov = lmr_iov(&c->cs, m, sizeof(*m));
 	DAT_DTO_COOKIE ck = (DAT_DTO_COOKIE)(DAT_UINT64)(0x5e0 + type);
 
 	memset(m, 0, sizeof(*m));
@@ -250,7 +182,7 @@ static int wait_conn(struct ctx *c, DAT_EVENT_NUMBER a, DAT_EVENT_NUMBER b, cons
 {
 	DAT_EVENT ev;
 
-	if (wait_event(c->conn_evd, &ev, what))
+	if (wait_event(c->cs.conn_evd, TIMEOUT_US, 0, &ev, what))
 		return -1;
 	if (ev.event_number != a && ev.event_number != b) {
 		fail("%s: connection event 0x%x, expected 0x%x", what, ev.event_number, a);
@@ -269,30 +201,140 @@ static void pattern(char *p, int round, int gen)
 static DAT_RETURN create_rmr(struct ctx *c, int round, DAT_RMR_HANDLE *rmr)
 {
 	if (round == 0)
-		return dat_rmr_create(c->pz, rmr);
+		return dat_rmr_create(c->cs.pz, rmr);
 	/* libdat2 does not export dat_rmr_create_for_ep; the PZ is our raw handle */
-	return DAT_RMR_CREATE_FOR_EP(c->pz, rmr);
+	return DAT_RMR_CREATE_FOR_EP(c->cs.pz, rmr);
+}
+
+/* Whether `region` holds generation `gen` of the pattern: prints `ok`, or fails with `bad`. */
+static int expect_pattern(const char *region, int round, int gen, const char *ok, const char *bad)
+{
+	char want[REGION];
+
+	pattern(want, round, gen);
+	if (memcmp(region, want, REGION)) {
+		fail("round %d: %s", round, bad);
+		return -1;
+	}
+	printf("ok round %d: %s\n", round, ok);
+	return 0;
+}
+
+/* The bind completion of `rmr` with `cookie`, successful. */
+static int wait_bind(struct ctx *c, DAT_RMR_HANDLE rmr, DAT_UINT64 cookie, int round)
+{
+	const DAT_RMR_BIND_COMPLETION_EVENT_DATA *b;
+	DAT_EVENT ev;
+
+	if (wait_event(c->req_evd, TIMEOUT_US, 0, &ev, "bind completion"))
+		return -1;
+	b = &ev.event_data.rmr_completion_event_data;
+	if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT || b->rmr_handle != rmr ||
+	    b->user_cookie.as_64 != cookie || b->status != DAT_RMR_BIND_SUCCESS) {
+		fail("round %d: bind event 0x%x rmr %p cookie 0x%llx status %d", round,
+		     ev.event_number, b->rmr_handle, (unsigned long long)b->user_cookie.as_64,
+		     b->status);
+		return -1;
+	}
+	return 0;
+}
+
+/* rmr_query after the peer invalidated the window: no region, same context. */
+static int check_unbound(DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT rctx, int round)
+{
+	DAT_RMR_PARAM param;
+
+	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
+	if (param.rmr_context != rctx || param.lmr_triplet.segment_length != 0 ||
+	    param.lmr_triplet.virtual_address != 0 || param.mem_priv != DAT_MEM_PRIV_NONE_FLAG) {
+		fail("round %d: rmr_query after the peer's invalidate: context 0x%x va 0x%llx "
+		     "len %u priv 0x%x, expected 0x%x and no region", round, param.rmr_context,
+		     (unsigned long long)param.lmr_triplet.virtual_address,
+		     param.lmr_triplet.segment_length, param.mem_priv, rctx);
+		return -1;
+	}
+	printf("ok round %d: rmr_query shows the invalidated window unbound\n", round);
+	return 0;
+}
+
+/* Accepts the next connection on a fresh EP. */
+static int accept_next(struct ctx *c)
+{
+	DAT_EVENT ev;
+
+	if (create_ep(c))
+		return -1;
+	if (wait_event(c->cs.cr_evd, TIMEOUT_US, 0, &ev, "connection request"))
+		return -1;
+	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
+	return wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, 0, "accept");
+}
+
+/*
+ * Round 2, second half: the window the client invalidated is bound again,
+ * same handle, over a new connection, to the spare region; the client
+ * writes through the new context.  Frees the RMR.
+ */
+static int serve_rebind(struct ctx *c, DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT old_ctx)
+{
+	const int round = 2;
+	char *region = c->mem + NROUNDS * REGION;
+	DAT_LMR_TRIPLET t = lmr_iov(&c->cs, region, REGION);
+	DAT_RMR_TRIPLET rt = { .virtual_address = t.virtual_address, .segment_length = REGION };
+	DAT_RMR_PARAM param;
+	struct msg m;
+
+	if (accept_next(c))
+		return -1;
+	memset(region, 0, REGION);
+	CHECK_DAT(dat_rmr_bind(rmr, c->cs.lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG, DAT_VA_TYPE_VA,
+			       c->ep, (DAT_RMR_COOKIE)(DAT_UINT64)0xb20,
+			       DAT_COMPLETION_DEFAULT_FLAG, &rt.rmr_context));
+	if (wait_bind(c, rmr, 0xb20, round))
+		return -1;
+	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
+	if (param.rmr_context != rt.rmr_context || rt.rmr_context == old_ctx ||
+	    param.lmr_triplet.virtual_address != t.virtual_address ||
+	    param.lmr_triplet.segment_length != REGION ||
+	    param.mem_priv != DAT_MEM_PRIV_REMOTE_WRITE_FLAG) {
+		fail("round %d: rmr_query after the rebind: context 0x%x (bind gave 0x%x, old "
+		     "0x%x) va 0x%llx len %u priv 0x%x", round, param.rmr_context, rt.rmr_context,
+		     old_ctx, (unsigned long long)param.lmr_triplet.virtual_address,
+		     param.lmr_triplet.segment_length, param.mem_priv);
+		return -1;
+	}
+	printf("ok round %d: the same rmr bound again, context 0x%x over %p\n", round,
+	       rt.rmr_context, (void *)region);
+	if (send_msg(c, MSG_RMR, round, &rt) || recv_msg(c, 0, MSG_DONE, &m))
+		return -1;
+	if (expect_pattern(region, round, 2, "rdma write through the rebound rmr landed",
+			   "the write through the rebound rmr did not land"))
+		return -1;
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "after the rebind"))
+		return -1;
+	/*
+	 * The window first: a bound type 2 window holds its QP in rxe, whose
+	 * destruction then waits for it.
+	 */
+	CHECK_DAT(dat_rmr_free(rmr));
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
 }
 
 static int serve_round(struct ctx *c, int round)
 {
 	char *region = c->mem + round * REGION;
-	DAT_LMR_TRIPLET t = iov_of(c, region, REGION);
+	DAT_LMR_TRIPLET t = lmr_iov(&c->cs, region, REGION);
 	DAT_RMR_TRIPLET rt;
 	DAT_RMR_HANDLE rmr;
 	DAT_RMR_CONTEXT rctx = 0;
 	DAT_RMR_PARAM param;
 	DAT_RETURN ret;
 	DAT_EVENT ev;
-	char want[REGION];
 	struct msg m;
 
-	if (create_ep(c))
-		return -1;
-	if (wait_event(c->cr_evd, &ev, "connection request"))
-		return -1;
-	CHECK_DAT(dat_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, c->ep, 0, NULL));
-	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED, 0, "accept"))
+	if (accept_next(c))
 		return -1;
 
 	ret = create_rmr(c, round, &rmr);
@@ -303,25 +345,15 @@ static int serve_round(struct ctx *c, int round)
 	CHECK_DAT(ret);
 
 	memset(region, 0, REGION);
-	CHECK_DAT(dat_rmr_bind(rmr, c->lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG |
+	CHECK_DAT(dat_rmr_bind(rmr, c->cs.lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG |
 			       DAT_MEM_PRIV_REMOTE_READ_FLAG, DAT_VA_TYPE_VA, c->ep,
 			       (DAT_RMR_COOKIE)(DAT_UINT64)(0xb00 + round),
 			       DAT_COMPLETION_DEFAULT_FLAG, &rctx));
-	if (wait_event(c->req_evd, &ev, "bind completion"))
+	if (wait_bind(c, rmr, 0xb00u + round, round))
 		return -1;
-	if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT ||
-	    ev.event_data.rmr_completion_event_data.rmr_handle != rmr ||
-	    ev.event_data.rmr_completion_event_data.user_cookie.as_64 != 0xb00u + round ||
-	    ev.event_data.rmr_completion_event_data.status != DAT_RMR_BIND_SUCCESS) {
-		fail("round %d: bind event 0x%x rmr %p cookie 0x%llx status %d", round,
-		     ev.event_number, ev.event_data.rmr_completion_event_data.rmr_handle,
-		     (unsigned long long)ev.event_data.rmr_completion_event_data.user_cookie.as_64,
-		     ev.event_data.rmr_completion_event_data.status);
-		return -1;
-	}
 	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
 	if (param.rmr_context != rctx || param.lmr_triplet.virtual_address != t.virtual_address ||
-	    param.lmr_triplet.segment_length != REGION || param.pz_handle != c->pz) {
+	    param.lmr_triplet.segment_length != REGION || param.pz_handle != c->cs.pz) {
 		fail("round %d: rmr_query context 0x%x va 0x%llx len %u", round, param.rmr_context,
 		     (unsigned long long)param.lmr_triplet.virtual_address,
 		     param.lmr_triplet.segment_length);
@@ -357,21 +389,20 @@ static int serve_round(struct ctx *c, int round)
 		}
 		printf("ok round %d: receive reports the invalidated rmr context 0x%x\n", round,
 		       d.rmr_context);
+		if (check_unbound(rmr, rctx, round))
+			return -1;
 	} else if (recv_msg(c, 0, MSG_DONE, &m)) {
 		return -1;
 	}
-	pattern(want, round, 0);
-	if (memcmp(region, want, REGION)) {
-		fail("round %d: the write through the rmr did not land", round);
+	if (expect_pattern(region, round, 0, "rdma write through the rmr landed",
+			   "the write through the rmr did not land"))
 		return -1;
-	}
-	printf("ok round %d: rdma write through the rmr landed\n", round);
 
 	if (round == 0) {
 		CHECK_DAT(dat_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
 				       DAT_VA_TYPE_VA, c->ep, (DAT_RMR_COOKIE)(DAT_UINT64)0xdead,
 				       DAT_COMPLETION_DEFAULT_FLAG, NULL));
-		if (wait_event(c->req_evd, &ev, "unbind completion"))
+		if (wait_event(c->req_evd, TIMEOUT_US, 0, &ev, "unbind completion"))
 			return -1;
 		if (ev.event_number != DAT_RMR_BIND_COMPLETION_EVENT ||
 		    ev.event_data.rmr_completion_event_data.status != DAT_RMR_BIND_SUCCESS) {
@@ -388,49 +419,95 @@ static int serve_round(struct ctx *c, int round)
 	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, DAT_CONNECTION_EVENT_BROKEN,
 		      "after revoke"))
 		return -1;
-	if (memcmp(region, want, REGION)) {
-		fail("round %d: memory changed after the rmr was revoked", round);
+	if (expect_pattern(region, round, 0, "revoked rmr left the memory alone",
+			   "memory changed after the rmr was revoked"))
 		return -1;
-	}
-	printf("ok round %d: revoked rmr left the memory alone\n", round);
-	if (round != 1)
+	if (round == 0)
 		CHECK_DAT(dat_rmr_free(rmr));
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
+	/* round 2: the window is free (the client invalidated it), the RMR lives on */
+	return round == 2 ? serve_rebind(c, rmr, rctx) : 0;
+}
+
+/* Between connect attempts: a fresh EP with its receives. */
+static int connect_again(void *arg, DAT_EP_HANDLE *ep_p)
+{
+	struct ctx *c = arg;
+
+	CHECK_DAT(dat_ep_free(*ep_p));
+	c->ep = NULL;
+	if (create_ep(c))
+		return -1;
+	*ep_p = c->ep;
 	return 0;
 }
 
 static int connect_ep(struct ctx *c, const char *server)
 {
-	struct sockaddr_in sin = { .sin_family = AF_INET };
+	const struct connect_req req = { .ip = server, .qual = QUAL, .timeout_us = TIMEOUT_US,
+					 .retry_s = 10, .pause_ms = 200, .again = connect_again,
+					 .arg = c };
+	DAT_EVENT ev;
 
-	inet_pton(AF_INET, server, &sin.sin_addr);
-	/* the server may not listen yet: retry rejected attempts for a while */
-	for (int attempt = 0;; attempt++) {
-		DAT_EVENT ev;
+	return connect_retry(&c->cs, &c->ep, &req, &ev);
+}
 
-		CHECK_DAT(dat_ep_connect(c->ep, (DAT_IA_ADDRESS_PTR)&sin, QUAL, TIMEOUT_US, 0, NULL,
-					 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
-		if (wait_event(c->conn_evd, &ev, "connect"))
-			return -1;
-		if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED)
-			return 0;
-		if (attempt > 50) {
-			fail("connect: event 0x%x", ev.event_number);
-			return -1;
-		}
-		CHECK_DAT(dat_ep_free(c->ep));
-		c->ep = NULL;
-		nanosleep(&(struct timespec){ 0, 200 * 1000 * 1000 }, NULL);
-		if (create_ep(c))
-			return -1;
+/*
+ * RDMA-writes generation `gen` of the round's pattern through `rmr`; the
+ * completion must carry `want`.
+ */
+static int write_through(struct ctx *c, int round, int gen, const DAT_RMR_TRIPLET *rmr,
+			 DAT_DTO_COMPLETION_STATUS want, const char *what)
+{
+	char *src = c->mem + round * REGION;
+	DAT_LMR_TRIPLET l = lmr_iov(&c->cs, src, REGION);
+	DAT_UINT64 cookie = 0x100 + gen;
+	DAT_DTO_COMPLETION_EVENT_DATA d;
+
+	pattern(src, round, gen);
+	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)cookie, rmr,
+					 DAT_COMPLETION_DEFAULT_FLAG));
+	if (wait_dto(c, c->req_evd, cookie, &d, "write completion"))
+		return -1;
+	if (d.status != want) {
+		fail("round %d: write through %s: status %d, expected %d", round, what, d.status,
+		     want);
+		return -1;
 	}
+	return 0;
+}
+
+/* Round 2, second half: writes through the window the server bound again. */
+static int client_rebind(struct ctx *c, const char *server, DAT_RMR_CONTEXT old_ctx)
+{
+	const int round = 2;
+	struct msg m;
+
+	if (create_ep(c) || connect_ep(c, server) || recv_msg(c, 0, MSG_RMR, &m))
+		return -1;
+	if (m.rmr.rmr_context == old_ctx) {
+		fail("round %d: the rebound rmr kept the invalidated context 0x%x", round, old_ctx);
+		return -1;
+	}
+	printf("round %d: got the rebound rmr context 0x%x va 0x%llx\n", round,
+	       m.rmr.rmr_context, (unsigned long long)m.rmr.virtual_address);
+	if (write_through(c, round, 2, &m.rmr, DAT_DTO_SUCCESS, "the rebound rmr"))
+		return -1;
+	printf("ok round %d: write through the rebound rmr completed\n", round);
+	/* the server checks the bytes once DONE arrives, behind the write */
+	if (send_msg(c, MSG_DONE, round, NULL))
+		return -1;
+	CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_GRACEFUL_FLAG));
+	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "disconnect"))
+		return -1;
+	CHECK_DAT(dat_ep_free(c->ep));
+	c->ep = NULL;
+	return 0;
 }
 
 static int client_round(struct ctx *c, const char *server, int round)
 {
-	char *src = c->mem + round * REGION;
-	DAT_LMR_TRIPLET l = iov_of(c, src, REGION);
 	DAT_DTO_COMPLETION_EVENT_DATA d;
 	struct msg m;
 
@@ -454,15 +531,8 @@ static int client_round(struct ctx *c, const char *server, int round)
 	printf("round %d: got rmr context 0x%x va 0x%llx len %u\n", round, m.rmr.rmr_context,
 	       (unsigned long long)m.rmr.virtual_address, m.rmr.segment_length);
 
-	pattern(src, round, 0);
-	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)(DAT_UINT64)0x111, &m.rmr,
-					 DAT_COMPLETION_DEFAULT_FLAG));
-	if (wait_dto(c, c->req_evd, 0x111, &d, "write completion"))
+	if (write_through(c, round, 0, &m.rmr, DAT_DTO_SUCCESS, "the bound rmr"))
 		return -1;
-	if (d.status != DAT_DTO_SUCCESS) {
-		fail("round %d: write through the bound rmr: status %d", round, d.status);
-		return -1;
-	}
 	if (round == 2) {
 		DAT_RETURN ret = post_msg(c, MSG_DONE, round, NULL, true, m.rmr.rmr_context);
 
@@ -493,16 +563,8 @@ static int client_round(struct ctx *c, const char *server, int round)
 		return -1;
 	}
 
-	pattern(src, round, 1);
-	CHECK_DAT(dat_ep_post_rdma_write(c->ep, 1, &l, (DAT_DTO_COOKIE)(DAT_UINT64)0x222, &m.rmr,
-					 DAT_COMPLETION_DEFAULT_FLAG));
-	if (wait_dto(c, c->req_evd, 0x222, &d, "revoked write completion"))
+	if (write_through(c, round, 1, &m.rmr, DAT_DTO_ERR_REMOTE_ACCESS, "the revoked rmr"))
 		return -1;
-	if (d.status != DAT_DTO_ERR_REMOTE_ACCESS) {
-		fail("round %d: write through the revoked rmr: status %d, expected "
-		     "DAT_DTO_ERR_REMOTE_ACCESS (%d)", round, d.status, DAT_DTO_ERR_REMOTE_ACCESS);
-		return -1;
-	}
 	printf("ok round %d: write through the revoked rmr failed with remote access error\n",
 	       round);
 	if (wait_conn(c, DAT_CONNECTION_EVENT_BROKEN, 0, "after the failed write"))
@@ -510,6 +572,8 @@ static int client_round(struct ctx *c, const char *server, int round)
 	printf("ok round %d: ep broken\n", round);
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
+	if (round == 2)
+		return client_rebind(c, server, m.rmr.rmr_context);
 	return 0;
 }
 
@@ -531,7 +595,7 @@ int main(int argc, char **argv)
 	if (open_ctx(&c, ia, server))
 		return 1;
 	if (server) {
-		if (dat_psp_create(c.ia, QUAL, c.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp) !=
+		if (dat_psp_create(c.cs.ia, QUAL, c.cs.cr_evd, DAT_PSP_CONSUMER_FLAG, &psp) !=
 		    DAT_SUCCESS) {
 			fail("psp_create %d", QUAL);
 		} else {

@@ -149,7 +149,9 @@ dtestx_pair dtestx.stock-ofx ofa-v2-rxe ofx-rxe
 # RDMA-writes through them, then its write through a revoked window must fail
 # with a remote access error and break its EP.  In its third round the client
 # revokes a type 2 window itself with DAT_EP_POST_SEND_WITH_INVALIDATE; the
-# server's receive event must name the invalidated rmr_context.
+# server's receive event must name the invalidated rmr_context, rmr_query must
+# show the window unbound, and the same RMR bound again over a new connection
+# must carry the client's next write.
 dtest_pair dtest.cno ofx-rxe -c -b 65536 -B 200
 dtest_pair dtest.cno.mix-ab mix-ab -c -b 4096 -B 100
 dtest_pair dtest.cno.mix-ba mix-ba -c -b 4096 -B 100

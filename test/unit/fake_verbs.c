@@ -336,6 +336,7 @@ void fake_ia_init(struct ofx_ia *ia)
 	ia->obj.type = OFX_OBJ_IA;
 	ia->obj.ia = ia;
 	pthread_mutex_init(&ia->obj_lock, NULL);
+	ofx_rmr_index_init(&ia->rmr_index);
 	ofx_list_init(&ia->objects);
 	ofx_list_init(&ia->zombies);
 	ia->verbs = (struct ibv_context *)&fake_dummy_ctx;
@@ -346,6 +347,7 @@ void fake_ia_init(struct ofx_ia *ia)
 void fake_ia_fini(struct ofx_ia *ia)
 {
 	CU_ASSERT_TRUE(ofx_list_empty(&ia->objects));
+	ofx_rmr_index_fini(&ia->rmr_index);
 	pthread_mutex_destroy(&ia->obj_lock);
 }
 

@@ -501,6 +501,7 @@ static void ia_init(void)
 	f.peer.sin_addr.s_addr = htonl(0x0a000002);
 	f.peer.sin_port = htons(4791);
 	pthread_mutex_init(&ia->obj_lock, NULL);
+	ofx_rmr_index_init(&ia->rmr_index);
 	ofx_list_init(&ia->objects);
 	ofx_list_init(&ia->zombies);
 }
@@ -632,6 +633,7 @@ static void fixture_down(void)
 	for (int t = 0; t < OFX_OBJ_TYPE_COUNT; t++)
 		free(f.freed[t]);
 	ofx_obj_fini(&f.ia.obj);
+	ofx_rmr_index_fini(&f.ia.rmr_index);
 	pthread_mutex_destroy(&f.ia.obj_lock);
 	ofx_verbs_set(NULL);
 }

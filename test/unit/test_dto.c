@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "dto.h"
 #include "ep.h"
@@ -599,6 +600,7 @@ static void test_recv_with_invalidate_reports_the_rmr_context(void)
 	wc.invalidated_rkey = 0x77;
 	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
 	CU_ASSERT_EQUAL(dto_of(&ev)->rmr_context, 0);
+	fake_ia_init(&ia);
 	ia.wc_inv_kernel_bit = true;
 	ep->obj.ia = &ia;
 	r = post(ep, OFX_OP_RECV, 0x58, 256, 0);
@@ -608,6 +610,7 @@ static void test_recv_with_invalidate_reports_the_rmr_context(void)
 	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
 	CU_ASSERT_EQUAL(dto_of(&ev)->rmr_context, 0x77);
 	ep_delete(ep);
+	fake_ia_fini(&ia);
 }
 
 static void test_recv_query_counts_posted_receives_and_their_span(void)

@@ -161,6 +161,15 @@ static void expect_bind_event(struct fixture *f, DAT_RMR_HANDLE rmr, uint64_t co
 	CU_ASSERT_PTR_EQUAL(ev.evd_handle, f->req_evd);
 }
 
+/* The type 2 window work request `i` recorded is a BIND_MW with these values. */
+static void expect_bind_wr(int i, uint32_t rkey, uint32_t len, int access)
+{
+	CU_ASSERT_EQUAL(model_wrs[i].opcode, IBV_WR_BIND_MW);
+	CU_ASSERT_EQUAL(model_wrs[i].bind_mw.rkey, rkey);
+	CU_ASSERT_EQUAL(model_wrs[i].bind_mw.bind_info.length, len);
+	CU_ASSERT_EQUAL(model_wrs[i].bind_mw.bind_info.mw_access_flags, access);
+}
+
 static void test_without_memory_windows_create_is_not_implemented(void)
 {
 	DAT_REGION_DESCRIPTION region = { .for_va = buf };
@@ -376,10 +385,7 @@ static void test_type2_binds_and_invalidates_with_work_requests(void)
 	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
 				     DAT_VA_TYPE_VA, f.ep, rcookie(0x21), 0, &k1), DAT_SUCCESS);
 	CU_ASSERT_FATAL(model_nwrs == 1);
-	CU_ASSERT_EQUAL(model_wrs[0].opcode, IBV_WR_BIND_MW);
-	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.rkey, ibv_inc_rkey(k0));
-	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.bind_info.length, 256);
-	CU_ASSERT_EQUAL(model_wrs[0].bind_mw.bind_info.mw_access_flags, IBV_ACCESS_REMOTE_READ);
+	expect_bind_wr(0, ibv_inc_rkey(k0), 256, IBV_ACCESS_REMOTE_READ);
 	CU_ASSERT_EQUAL(k1, ibv_inc_rkey(k0));
 
 	/* rebinding a bound type 2 window invalidates it first, unreported */
@@ -412,6 +418,119 @@ static void test_type2_binds_and_invalidates_with_work_requests(void)
 	expect_bind_event(&f, rmr, 0x24, DAT_DTO_SUCCESS);
 
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	fixture_fini(&f);
+	teardown();
+}
+
+/*
+ * A receive on the fixture's EP from a send that invalidated `rkey`, run
+ * through completion conversion as the EVD poller does.  `flags` is what
+ * the device sets (rxe: the kernel's bit).  Returns whether an event came.
+ */
+static bool peer_invalidates(struct fixture *f, uint32_t rkey, int flags)
+{
+	struct ofx_cookie *c = ofx_cookie_ring_reserve(&f->ep->recv_ring);
+	struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV, .byte_len = 16,
+			     .qp_num = fake_qp.qp_num, .invalidated_rkey = rkey };
+	struct ofx_ep *notify;
+	DAT_EVENT ev;
+	bool reported;
+
+	CU_ASSERT_FATAL(c != NULL);
+	c->ep = f->ep;
+	c->op = OFX_OP_RECV;
+	c->flags = 0;
+	ofx_cookie_ring_commit(&f->ep->recv_ring);
+	wc.wr_id = (uintptr_t)c;
+	wc.wc_flags = flags;
+	memset(&ev, 0, sizeof(ev));
+	reported = ofx_dto_convert(&wc, &ev, &notify);
+	if (reported)
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.rmr_context, rkey);
+	return reported;
+}
+
+static void expect_query(DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT ctx, const DAT_LMR_TRIPLET *t,
+			 DAT_MEM_PRIV_FLAGS priv)
+{
+	DAT_RMR_PARAM param;
+
+	memset(&param, 0xff, sizeof(param));
+	CU_ASSERT_EQUAL(ofx_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.rmr_context, ctx);
+	CU_ASSERT_EQUAL(param.mem_priv, priv);
+	CU_ASSERT_EQUAL(param.lmr_triplet.virtual_address, t ? t->virtual_address : 0);
+	CU_ASSERT_EQUAL(param.lmr_triplet.segment_length, t ? t->segment_length : 0);
+}
+
+static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
+{
+	struct fixture f;
+	DAT_LMR_TRIPLET t1, t2;
+	DAT_RMR_HANDLE rmr, other;
+	DAT_RMR_CONTEXT k0, k1 = 0, k2 = 0, ko = 0;
+
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &rmr) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &other) == DAT_SUCCESS);
+	k0 = ofx_rmr_from_handle(rmr)->rkey;
+	t1 = triplet(&f, 0, 256);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t1, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x61), 0, &k1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(other, f.lmr, &t1, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x62), 0, &ko), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 2);
+	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
+	complete(&f, model_wrs[1].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(&f, rmr, 0x61, DAT_DTO_SUCCESS);
+	expect_bind_event(&f, other, 0x62, DAT_DTO_SUCCESS);
+
+	/* keys that are not the window's current one change nothing */
+	CU_ASSERT_TRUE(peer_invalidates(&f, k0, IBV_WC_WITH_INV));
+	CU_ASSERT_TRUE(peer_invalidates(&f, k1 ^ (1u << 8), IBV_WC_WITH_INV));
+	CU_ASSERT_TRUE(peer_invalidates(&f, f.lkey, IBV_WC_WITH_INV));
+	CU_ASSERT_TRUE(ofx_rmr_from_handle(rmr)->bound);
+	expect_query(rmr, k1, &t1, DAT_MEM_PRIV_REMOTE_WRITE_FLAG);
+
+	/* the current key: the window is free now, the other one is not */
+	CU_ASSERT_TRUE(peer_invalidates(&f, k1, IBV_WC_WITH_INV));
+	CU_ASSERT_FALSE(ofx_rmr_from_handle(rmr)->bound);
+	CU_ASSERT_TRUE(ofx_rmr_from_handle(other)->bound);
+	expect_query(rmr, k1, NULL, DAT_MEM_PRIV_NONE_FLAG);
+	expect_query(other, ko, &t1, DAT_MEM_PRIV_REMOTE_READ_FLAG);
+
+	/* so the next bind is a bare BIND_MW: no LOCAL_INV of the free window */
+	t2 = triplet(&f, 1024, 512);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t2, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x63), 0, &k2), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 3);
+	expect_bind_wr(2, ibv_inc_rkey(k1), 512, IBV_ACCESS_REMOTE_READ);
+	CU_ASSERT_EQUAL(k2, ibv_inc_rkey(k1));
+	complete(&f, model_wrs[2].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(&f, rmr, 0x63, DAT_DTO_SUCCESS);
+	expect_query(rmr, k2, &t2, DAT_MEM_PRIV_REMOTE_READ_FLAG);
+
+	/*
+	 * rxe's kernel flag, on a completion that ep_free drops: the window is
+	 * free all the same, so the unbind that follows has nothing to post.
+	 */
+	ia.wc_inv_kernel_bit = true;
+	atomic_store(&f.ep->dying, true);
+	CU_ASSERT_FALSE(peer_invalidates(&f, k2, IBV_WC_IP_CSUM_OK));
+	atomic_store(&f.ep->dying, false);
+	expect_query(rmr, k2, NULL, DAT_MEM_PRIV_NONE_FLAG);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x64), 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(model_nwrs, 3);
+	expect_bind_event(&f, rmr, 0x64, DAT_DTO_SUCCESS);
+
+	/* a freed window leaves the index: its key then names nothing */
+	CU_ASSERT_EQUAL(ofx_rmr_free(other), DAT_SUCCESS);
+	CU_ASSERT_TRUE(peer_invalidates(&f, ko, IBV_WC_WITH_INV));
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	for (size_t i = 0; i < OFX_RMR_INDEX_BUCKETS; i++)
+		CU_ASSERT_PTR_NULL(ia.rmr_index.buckets[i]);
 	fixture_fini(&f);
 	teardown();
 }
@@ -603,5 +722,7 @@ CU_TestInfo ofx_test_rmr[] = {
 	  test_send_with_invalidate_needs_mem_mgt_extensions },
 	{ "rdma read to rmr is model-not-supported", test_rdma_read_to_rmr_is_model_not_supported },
 	{ "bind checks its arguments", test_bind_checks_its_arguments },
+	{ "window invalidated by the peer binds again without local invalidate",
+	  test_window_invalidated_by_the_peer_binds_without_local_inv },
 	CU_TEST_INFO_NULL,
 };
