@@ -9,6 +9,7 @@
 #include "log.h"
 #include "progress.h"
 #include "pz.h"
+#include "rmr.h"
 #include "sp.h"
 #include "srq.h"
 #include "status.h"
@@ -614,6 +615,7 @@ static DAT_RETURN ep_detach(struct ofx_ep *ep)
 			 ep->srq ? "srq ep" : ep->xrc ? "xrc ep" : "receives posted");
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
+	ofx_rmr_ep_gone(ep);
 	if (ofx_verbs->destroy_qp(ep->qp))
 		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
 	ep->qp = NULL;
@@ -1336,6 +1338,7 @@ static bool ep_purge_completions(struct ofx_ep *ep)
 	atomic_store(&ep->dying, true);
 	if (!ep->qp)
 		return true; /* never attached: no completion can name it */
+	ofx_rmr_ep_gone(ep);
 	if (ofx_verbs->destroy_qp(ep->qp))
 		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
 	ep->qp = NULL;

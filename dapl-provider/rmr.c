@@ -106,6 +106,7 @@ static void rmr_index_del(struct ofx_rmr_index *index, struct ofx_rmr *rmr)
 static void rmr_mark_unbound(struct ofx_rmr *rmr)
 {
 	rmr->bound = false;
+	rmr->bound_ep = NULL;
 	rmr->priv = DAT_MEM_PRIV_NONE_FLAG;
 	memset(&rmr->triplet, 0, sizeof(rmr->triplet));
 }
@@ -140,6 +141,82 @@ void ofx_rmr_peer_invalidated(struct ofx_ia *ia, uint32_t rkey)
 		if (rmr->key_index == rkey >> 8 && rmr_take_peer_invalidate(rmr, rkey))
 			break;
 	pthread_mutex_unlock(&ia->rmr_index.lock);
+}
+
+/* The type 2 windows bound through `ep`, in a malloc'd array (NULL if none). */
+static struct ofx_rmr **rmr_bound_through(struct ofx_rmr_index *index, const struct ofx_ep *ep,
+					  size_t *n_p)
+{
+	struct ofx_rmr **found = NULL, **grown;
+	size_t n = 0, cap = 0;
+
+	pthread_mutex_lock(&index->lock);
+	for (size_t b = 0; b < OFX_RMR_INDEX_BUCKETS; b++) {
+		for (struct ofx_rmr *rmr = index->buckets[b]; rmr; rmr = rmr->index_next) {
+			bool mine;
+
+			pthread_mutex_lock(&rmr->lock);
+			mine = rmr->bound_ep == ep && rmr->mw;
+			pthread_mutex_unlock(&rmr->lock);
+			if (!mine)
+				continue;
+			if (n == cap) {
+				cap = cap ? 2 * cap : 4;
+				grown = realloc(found, cap * sizeof(*found));
+				if (!grown)
+					goto out; /* the rest stay: ofx_rmr_ep_gone warns */
+				found = grown;
+			}
+			found[n++] = rmr;
+		}
+	}
+out:
+	pthread_mutex_unlock(&index->lock);
+	*n_p = n;
+	return found;
+}
+
+/* Swaps the window for a fresh unbound one; rmr->lock held. */
+static void rmr_renew_window(struct ofx_rmr *rmr)
+{
+	struct ibv_mw *fresh = ofx_verbs->alloc_mw(rmr->pz->pd, IBV_MW_TYPE_2);
+
+	if (ofx_verbs->dealloc_mw(rmr->mw))
+		ofx_warn("rmr %p: ibv_dealloc_mw of the window bound through a dying ep: %m",
+			 (void *)rmr);
+	rmr->mw = fresh;
+	rmr_mark_unbound(rmr);
+	if (!fresh) {
+		/* the handle stays, binds fail: only rmr_free is left to do */
+		ofx_err("rmr %p: ibv_alloc_mw for its new window: %m", (void *)rmr);
+		return;
+	}
+	rmr->rkey = fresh->rkey;
+	rmr->key_index = fresh->rkey >> 8;
+	rmr->mr = NULL;
+}
+
+void ofx_rmr_ep_gone(struct ofx_ep *ep)
+{
+	struct ofx_rmr_index *index = &ep->obj.ia->rmr_index;
+	struct ofx_rmr **bound;
+	size_t n;
+
+	bound = rmr_bound_through(index, ep, &n);
+	for (size_t i = 0; i < n; i++) {
+		struct ofx_rmr *rmr = bound[i];
+		uint32_t old = rmr->rkey;
+
+		/* the key index changes with the window: out of the index meanwhile */
+		rmr_index_del(index, rmr);
+		pthread_mutex_lock(&rmr->lock);
+		rmr_renew_window(rmr);
+		pthread_mutex_unlock(&rmr->lock);
+		rmr_index_add(index, rmr);
+		ofx_info("rmr %p: window 0x%x was bound through ep %p being freed; now 0x%x, "
+			 "unbound", (void *)rmr, old, (void *)ep, rmr->rkey);
+	}
+	free(bound);
 }
 
 static int rmr_new(struct ofx_pz *pz, enum ibv_mw_type type, struct ofx_rmr **rmr_p)
@@ -512,6 +589,8 @@ DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h, const DAT_LM
 	if (!ret)
 		rmr->inflight++;
 	rmr->bound = !unbind;
+	if (rmr->mw_type == IBV_MW_TYPE_2)
+		rmr->bound_ep = unbind ? NULL : ep;
 	if (!unbind)
 		rmr->mr = req.mr;	/* kept after an unbind: a failed one needs it again */
 	rmr->rkey = rkey = rmr->mw->rkey;

@@ -9,6 +9,7 @@
 #include "obj.h"
 
 struct ofx_ia;
+struct ofx_ep;
 struct ofx_pz;
 struct ofx_rmr;
 
@@ -62,6 +63,7 @@ struct ofx_rmr {
 	bool rolled_back;		/* a failed bind restored the key (until idle) */
 	bool bound;			/* as of the last bind posted; true after a failure;
 					 * false once the peer invalidated the window */
+	struct ofx_ep *bound_ep;	/* type 2: the EP whose QP holds the binding */
 	struct ibv_mr *mr;		/* MR of the last bind posted (named by unbinds) */
 	uint32_t rkey;			/* rmr_context of the last bind posted */
 	DAT_LMR_TRIPLET triplet;	/* region of the last bind posted */
@@ -69,6 +71,16 @@ struct ofx_rmr {
 	DAT_VA_TYPE va_type;
 };
 OFX_DEFINE_FROM_HANDLE(rmr, RMR)
+
+/*
+ * Called before an EP's QP is destroyed.  A type 2 window bound through a
+ * QP holds on to it (rxe in Linux 6.1 makes ibv_destroy_qp wait for it,
+ * which never ends while the window lives), and once the QP is in error
+ * no work request can unbind it.  So every window still bound through `ep`
+ * is replaced by a fresh, unbound one of the same PZ (a new rmr_context):
+ * its binding died with the QP anyway.
+ */
+void ofx_rmr_ep_gone(struct ofx_ep *ep);
 
 /* The window type dat_rmr_create would use, or 0 without memory windows. */
 enum ibv_mw_type ofx_rmr_type(const struct ofx_ia *ia);

@@ -23,7 +23,10 @@
  *            failed write the server binds the SAME RMR handle again, to a
  *            fresh region, over a new connection (no LOCAL_INV of the free
  *            window may be posted, or the bind fails), and the client's
- *            write through the new context must land there
+ *            write through the new context must land there.  Last, the
+ *            EP is freed while that window is still bound through it: the
+ *            call must return (rxe pins a QP under a bound type 2 window)
+ *            and the RMR must then report no binding under a new context
  *
  * Usage: ofx_rmr_test server [IA]          (prints "server ready")
  *        ofx_rmr_test client SERVER_IP [IA]
@@ -313,12 +316,24 @@ static int serve_rebind(struct ctx *c, DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT old_c
 	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED, 0, "after the rebind"))
 		return -1;
 	/*
-	 * The window first: a bound type 2 window holds its QP in rxe, whose
-	 * destruction then waits for it.
+	 * The EP goes while the window is still bound through it: in rxe that
+	 * window holds the QP, so the provider must swap it for a fresh one
+	 * (ofx_rmr_ep_gone) or ep_free never returns.  The RMR then reports
+	 * no binding under a new context.
 	 */
-	CHECK_DAT(dat_rmr_free(rmr));
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
+	CHECK_DAT(dat_rmr_query(rmr, DAT_RMR_FIELD_ALL, &param));
+	if (param.rmr_context == rt.rmr_context || param.lmr_triplet.segment_length != 0 ||
+	    param.mem_priv != DAT_MEM_PRIV_NONE_FLAG) {
+		fail("round %d: rmr_query after its ep was freed: context 0x%x (bound 0x%x) "
+		     "len %u priv 0x%x", round, param.rmr_context, rt.rmr_context,
+		     param.lmr_triplet.segment_length, param.mem_priv);
+		return -1;
+	}
+	printf("ok round %d: ep freed under a bound window, rmr now 0x%x unbound\n", round,
+	       param.rmr_context);
+	CHECK_DAT(dat_rmr_free(rmr));
 	return 0;
 }
 

@@ -535,6 +535,62 @@ static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
 	teardown();
 }
 
+/* A window bound through an EP whose QP goes would pin that QP (rxe). */
+static void test_windows_bound_through_a_dying_ep_are_renewed(void)
+{
+	struct fixture f;
+	struct ofx_ep other_ep;
+	DAT_LMR_TRIPLET t = { 0 };
+	DAT_RMR_HANDLE rmr, other, unbound;
+	DAT_RMR_CONTEXT k1 = 0, ko = 0, k0u;
+	struct ibv_mw *old_mw;
+	int mws;
+
+	setup(IBV_DEVICE_MEM_WINDOW_TYPE_2B | IBV_DEVICE_MEM_MGT_EXTENSIONS);
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &rmr) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &other) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &unbound) == DAT_SUCCESS);
+	t = triplet(&f, 0, 128);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x71), 0, &k1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(other, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(0x72), 0, &ko), DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == 2);
+	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
+	complete(&f, model_wrs[1].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(&f, rmr, 0x71, DAT_DTO_SUCCESS);
+	expect_bind_event(&f, other, 0x72, DAT_DTO_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(ofx_rmr_from_handle(rmr)->bound_ep, f.ep);
+	/* `other` counts as bound through another EP: it must be left alone */
+	ofx_rmr_from_handle(other)->bound_ep = &other_ep;
+	k0u = ofx_rmr_from_handle(unbound)->rkey;
+	old_mw = ofx_rmr_from_handle(rmr)->mw;
+	mws = fake_verbs.mws;
+
+	ofx_rmr_ep_gone(f.ep);
+	CU_ASSERT_EQUAL(fake_verbs.mws, mws);	/* one window swapped for another */
+	CU_ASSERT_PTR_NOT_NULL(ofx_rmr_from_handle(rmr)->mw);
+	CU_ASSERT_PTR_NOT_EQUAL(ofx_rmr_from_handle(rmr)->mw, old_mw);
+	CU_ASSERT_FALSE(ofx_rmr_from_handle(rmr)->bound);
+	CU_ASSERT_PTR_NULL(ofx_rmr_from_handle(rmr)->bound_ep);
+	CU_ASSERT_NOT_EQUAL(ofx_rmr_from_handle(rmr)->rkey, k1);
+	expect_query(rmr, ofx_rmr_from_handle(rmr)->rkey, NULL, DAT_MEM_PRIV_NONE_FLAG);
+	expect_query(other, ko, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG);
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(unbound)->rkey, k0u);
+	/* the new key is in the index: the peer can invalidate a later binding */
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr)->key_index,
+			ofx_rmr_from_handle(rmr)->rkey >> 8);
+
+	CU_ASSERT_EQUAL(ofx_rmr_free(unbound), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_free(other), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	for (size_t i = 0; i < OFX_RMR_INDEX_BUCKETS; i++)
+		CU_ASSERT_PTR_NULL(ia.rmr_index.buckets[i]);
+	fixture_fini(&f);
+	teardown();
+}
+
 static void test_bind_checks_its_arguments(void)
 {
 	struct fixture f, g;
@@ -724,5 +780,7 @@ CU_TestInfo ofx_test_rmr[] = {
 	{ "bind checks its arguments", test_bind_checks_its_arguments },
 	{ "window invalidated by the peer binds again without local invalidate",
 	  test_window_invalidated_by_the_peer_binds_without_local_inv },
+	{ "windows bound through a dying ep get fresh unbound windows",
+	  test_windows_bound_through_a_dying_ep_are_renewed },
 	CU_TEST_INFO_NULL,
 };
