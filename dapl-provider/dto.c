@@ -50,39 +50,6 @@ void ofx_cookie_ring_reset(struct ofx_cookie_ring *ring)
 	ring->unsignaled = 0;
 }
 
-struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring)
-{
-	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-	struct ofx_cookie *c;
-
-	if (!ring->size || head - tail >= ring->size)
-		return NULL;
-	c = &ring->slots[head % ring->size];
-	c->seq = head;
-	return c;
-}
-
-void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring)
-{
-	atomic_fetch_add_explicit(&ring->head, 1, memory_order_release);
-}
-
-/*
- * The completion of a work request can be polled by another thread between
- * the post and the poster's commit, so `seq` may equal head here.  Moving
- * tail past head for that short window is deliberate: the commit that
- * follows brings head level again and nothing is lost.
- */
-void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq)
-{
-	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
-
-	if (seq < tail)
-		return;
-	atomic_store_explicit(&ring->tail, seq + 1, memory_order_release);
-}
-
 uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring)
 {
 	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
@@ -120,15 +87,19 @@ static void dto_ext_fill(DAT_EVENT *ev, DAT_IB_EXT_TYPE type, DAT_IB_DTOS op,
 		ext->val.immed.data = (DAT_UINT32)wc->imm_data;
 }
 
-bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
+/*
+ * Any completion, the rare kinds included: errors and flushes, suppressed
+ * and internal work, RTR, SRQ receives, extension operations and binds.
+ */
+static __attribute__((noinline)) bool dto_convert_any(const struct ibv_wc *wc,
+						       struct ofx_cookie *slot, DAT_EVENT *ev,
+						       struct ofx_ep **notify_ep_p)
 {
-	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
 	bool ok = wc->status == IBV_WC_SUCCESS;
 	struct ofx_cookie c;
 	struct ofx_ep *ep;
 
-	*notify_ep_p = NULL;
 	if (!slot || !slot->ep) {
 		ofx_warn("completion with no cookie: qp 0x%x status %s", wc->qp_num,
 			 ibv_wc_status_str(wc->status));
@@ -241,4 +212,73 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 		return false;
 	}
 	return true;
+}
+
+/* Operations whose successful completion dto_convert_plain handles. */
+#define DTO_PLAIN_OPS ((1u << OFX_OP_SEND) | (1u << OFX_OP_RECV) | \
+		       (1u << OFX_OP_RDMA_WRITE) | (1u << OFX_OP_RDMA_READ))
+/* Receive flags that need dto_convert_any (immediate data, invalidation). */
+#define DTO_RECV_SPECIAL_FLAGS (IBV_WC_WITH_IMM | IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
+
+/*
+ * Whether a completion is the common kind: a success of a consumer's send,
+ * RDMA write or read, or of a receive without immediate data or
+ * invalidation, with no cookie flag (suppressed successes are not reported,
+ * internal WRs never).  A receive's wc->opcode is valid here: on success.
+ */
+static inline bool dto_is_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot)
+{
+	if (ofx_unlikely(wc->status != IBV_WC_SUCCESS || !slot || slot->flags))
+		return false;
+	if (ofx_unlikely(!((1u << slot->op) & DTO_PLAIN_OPS)))
+		return false;
+	return slot->op != OFX_OP_RECV ||
+	       (wc->opcode == IBV_WC_RECV && !(wc->wc_flags & DTO_RECV_SPECIAL_FLAGS));
+}
+
+/*
+ * The data-path conversion of a dto_is_plain() completion: the same event
+ * dto_convert_any would build, with only the branches these can take.
+ */
+static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot,
+				     DAT_EVENT *ev)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
+	static const DAT_DTOS dat_op[] = {
+		[OFX_OP_SEND] = DAT_DTO_SEND,
+		[OFX_OP_RECV] = DAT_DTO_RECEIVE,
+		[OFX_OP_RDMA_WRITE] = DAT_DTO_RDMA_WRITE,
+		[OFX_OP_RDMA_READ] = DAT_DTO_RDMA_READ,
+	};
+	/* read before the retire (a release store): the poster may reuse the slot */
+	struct ofx_ep *ep = slot->ep;
+	DAT_DTO_COOKIE user = slot->user;
+	uint32_t len = slot->len;
+	uint8_t op = slot->op;
+
+	ofx_cookie_ring_retire(op == OFX_OP_RECV ? &ep->recv_ring : &ep->send_ring, slot->seq);
+	if (ofx_unlikely(atomic_load(&ep->dying)))
+		return false; /* ep_free: its flushed work is not reported */
+
+	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
+	ev->event_number = DAT_DTO_COMPLETION_EVENT;
+	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
+	dto->user_cookie = user;
+	dto->status = DAT_DTO_SUCCESS;
+	dto->rmr_context = 0;
+	dto->operation = dat_op[op];
+	/* sends and writes report what was posted, reads and receives what arrived */
+	dto->transfered_length = op == OFX_OP_SEND || op == OFX_OP_RDMA_WRITE ? len :
+				 wc->byte_len;
+	return true;
+}
+
+bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
+{
+	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
+
+	*notify_ep_p = NULL;
+	if (ofx_likely(dto_is_plain(wc, slot)))
+		return dto_convert_plain(wc, slot, ev);
+	return dto_convert_any(wc, slot, ev, notify_ep_p);
 }

@@ -72,12 +72,51 @@ int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size, struct ofx
 void ofx_cookie_ring_fini(struct ofx_cookie_ring *ring);
 /* Forgets every outstanding slot (after the QP was reset). */
 void ofx_cookie_ring_reset(struct ofx_cookie_ring *ring);
-/* Next free slot with seq filled in, or NULL when the ring is full. */
-struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring);
-/* Makes the slot from the last reserve visible (call after a successful post). */
-void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring);
-/* Retires every slot up to and including `seq`. */
-void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq);
+/*
+ * The three calls below are on every post and completion, so they are
+ * inline.  Slot `seq` lives at slots[seq % size].
+ */
+
+/* Next free slot with seq filled in, or NULL when the ring is full (a size 0 ring always is). */
+static inline struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	struct ofx_cookie *c;
+
+	if (__builtin_expect(head - tail >= ring->size, 0))
+		return NULL;
+	c = &ring->slots[head % ring->size];
+	c->seq = head;
+	return c;
+}
+
+/*
+ * Makes the slot from the last reserve visible (call after a successful
+ * post).  A plain store, not an atomic add: the ring has one producer.
+ */
+static inline void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+
+	atomic_store_explicit(&ring->head, head + 1, memory_order_release);
+}
+
+/*
+ * Retires every slot up to and including `seq`.  The completion of a work
+ * request can be polled by another thread between the post and the poster's
+ * commit, so `seq` may equal head here.  Moving tail past head for that
+ * short window is deliberate: the commit that follows brings head level
+ * again and nothing is lost.
+ */
+static inline void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq)
+{
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+
+	if (seq >= tail)
+		atomic_store_explicit(&ring->tail, seq + 1, memory_order_release);
+}
+
 uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring);
 
 /*
