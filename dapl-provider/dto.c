@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "dto.h"
+#include "dto_inline.h"
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_DTO
 #include "ep.h"
@@ -87,13 +88,8 @@ static void dto_ext_fill(DAT_EVENT *ev, DAT_IB_EXT_TYPE type, DAT_IB_DTOS op,
 		ext->val.immed.data = (DAT_UINT32)wc->imm_data;
 }
 
-/*
- * Any completion, the rare kinds included: errors and flushes, suppressed
- * and internal work, RTR, SRQ receives, extension operations and binds.
- */
-static __attribute__((noinline)) bool dto_convert_any(const struct ibv_wc *wc,
-						       struct ofx_cookie *slot, DAT_EVENT *ev,
-						       struct ofx_ep **notify_ep_p)
+bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
+			 struct ofx_ep **notify_ep_p)
 {
 	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
 	bool ok = wc->status == IBV_WC_SUCCESS;
@@ -214,71 +210,7 @@ static __attribute__((noinline)) bool dto_convert_any(const struct ibv_wc *wc,
 	return true;
 }
 
-/* Operations whose successful completion dto_convert_plain handles. */
-#define DTO_PLAIN_OPS ((1u << OFX_OP_SEND) | (1u << OFX_OP_RECV) | \
-		       (1u << OFX_OP_RDMA_WRITE) | (1u << OFX_OP_RDMA_READ))
-/* Receive flags that need dto_convert_any (immediate data, invalidation). */
-#define DTO_RECV_SPECIAL_FLAGS (IBV_WC_WITH_IMM | IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
-
-/*
- * Whether a completion is the common kind: a success of a consumer's send,
- * RDMA write or read, or of a receive without immediate data or
- * invalidation, with no cookie flag (suppressed successes are not reported,
- * internal WRs never).  A receive's wc->opcode is valid here: on success.
- */
-static inline bool dto_is_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot)
-{
-	if (ofx_unlikely(wc->status != IBV_WC_SUCCESS || !slot || slot->flags))
-		return false;
-	if (ofx_unlikely(!((1u << slot->op) & DTO_PLAIN_OPS)))
-		return false;
-	return slot->op != OFX_OP_RECV ||
-	       (wc->opcode == IBV_WC_RECV && !(wc->wc_flags & DTO_RECV_SPECIAL_FLAGS));
-}
-
-/*
- * The data-path conversion of a dto_is_plain() completion: the same event
- * dto_convert_any would build, with only the branches these can take.
- */
-static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot,
-				     DAT_EVENT *ev)
-{
-	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
-	static const DAT_DTOS dat_op[] = {
-		[OFX_OP_SEND] = DAT_DTO_SEND,
-		[OFX_OP_RECV] = DAT_DTO_RECEIVE,
-		[OFX_OP_RDMA_WRITE] = DAT_DTO_RDMA_WRITE,
-		[OFX_OP_RDMA_READ] = DAT_DTO_RDMA_READ,
-	};
-	/* read before the retire (a release store): the poster may reuse the slot */
-	struct ofx_ep *ep = slot->ep;
-	DAT_DTO_COOKIE user = slot->user;
-	uint32_t len = slot->len;
-	uint8_t op = slot->op;
-
-	ofx_cookie_ring_retire(op == OFX_OP_RECV ? &ep->recv_ring : &ep->send_ring, slot->seq);
-	if (ofx_unlikely(atomic_load(&ep->dying)))
-		return false; /* ep_free: its flushed work is not reported */
-
-	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
-	ev->event_number = DAT_DTO_COMPLETION_EVENT;
-	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
-	dto->user_cookie = user;
-	dto->status = DAT_DTO_SUCCESS;
-	dto->rmr_context = 0;
-	dto->operation = dat_op[op];
-	/* sends and writes report what was posted, reads and receives what arrived */
-	dto->transfered_length = op == OFX_OP_SEND || op == OFX_OP_RDMA_WRITE ? len :
-				 wc->byte_len;
-	return true;
-}
-
 bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
 {
-	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
-
-	*notify_ep_p = NULL;
-	if (ofx_likely(dto_is_plain(wc, slot)))
-		return dto_convert_plain(wc, slot, ev);
-	return dto_convert_any(wc, slot, ev, notify_ep_p);
+	return ofx_dto_convert_inline(wc, ev, notify_ep_p);
 }

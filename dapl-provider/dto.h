@@ -128,5 +128,13 @@ uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring);
  * ofx_ep_dto_notify(ep, wc) *after* dropping its EVD lock.
  */
 bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p);
+/*
+ * The same for any completion, the rare kinds included (errors and flushes,
+ * suppressed and internal work, RTR, SRQ receives, extension operations,
+ * binds); ofx_dto_convert_inline (dto_inline.h) calls it for everything
+ * but the common case.  `slot` is wc->wr_id.
+ */
+bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
+			 struct ofx_ep **notify_ep_p);
 
 #endif

@@ -4,6 +4,7 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EVD
 #include "cno.h"
 #include "dto.h"
+#include "dto_inline.h"
 #include "ep.h"
 #include "ia.h"
 #include "log.h"
@@ -511,7 +512,7 @@ static int evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ib
 		for (i = 0; i < got; i++) {
 			DAT_EVENT *slot = direct ? direct : &evd->ring[tail];
 
-			if (ofx_dto_convert(&wc[i], slot, &nep)) {
+			if (ofx_dto_convert_inline(&wc[i], slot, &nep)) {
 				slot->evd_handle = (DAT_EVD_HANDLE)evd;
 				added++;
 				if (slot == direct) {
