@@ -26,10 +26,11 @@ struct ofx_srq;
  * consumer event) when half the ring is unsignaled so that it never fills.
  */
 enum ofx_cookie_op {
+	/* the first four in DAT_DTOS order: their completion's operation is the op itself */
 	OFX_OP_SEND,
-	OFX_OP_RECV,
 	OFX_OP_RDMA_WRITE,
 	OFX_OP_RDMA_READ,
+	OFX_OP_RECV,
 	OFX_OP_WRITE_IMM,	/* IB extension: RDMA write with immediate */
 	OFX_OP_CMP_SWAP,	/* IB extension */
 	OFX_OP_FETCH_ADD,	/* IB extension */

@@ -17,9 +17,14 @@
 #include "ep.h"
 #include "obj.h"
 
-/* Operations whose successful completion dto_convert_plain handles. */
-#define DTO_PLAIN_OPS ((1u << OFX_OP_SEND) | (1u << OFX_OP_RECV) | \
-		       (1u << OFX_OP_RDMA_WRITE) | (1u << OFX_OP_RDMA_READ))
+/*
+ * The operations whose successful completion dto_convert_plain handles are
+ * the first four, numbered as their DAT_DTOS.
+ */
+_Static_assert(OFX_OP_SEND == (int)DAT_DTO_SEND && OFX_OP_RDMA_WRITE == (int)DAT_DTO_RDMA_WRITE &&
+	       OFX_OP_RDMA_READ == (int)DAT_DTO_RDMA_READ && OFX_OP_RECV == (int)DAT_DTO_RECEIVE,
+	       "the plain cookie ops must be numbered as DAT_DTOS");
+#define DTO_PLAIN_OP_LAST OFX_OP_RECV
 /* Receive flags that need ofx_dto_convert_any (immediate data, invalidation). */
 #define DTO_RECV_SPECIAL_FLAGS (IBV_WC_WITH_IMM | IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
 
@@ -33,7 +38,7 @@ static inline bool dto_is_plain(const struct ibv_wc *wc, const struct ofx_cookie
 {
 	if (ofx_unlikely(wc->status != IBV_WC_SUCCESS || !slot || slot->flags))
 		return false;
-	if (ofx_unlikely(!((1u << slot->op) & DTO_PLAIN_OPS)))
+	if (ofx_unlikely(slot->op > DTO_PLAIN_OP_LAST))
 		return false;
 	return slot->op != OFX_OP_RECV ||
 	       (wc->opcode == IBV_WC_RECV && !(wc->wc_flags & DTO_RECV_SPECIAL_FLAGS));
@@ -47,12 +52,6 @@ static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_c
 				     DAT_EVENT *ev)
 {
 	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
-	static const DAT_DTOS dat_op[] = {
-		[OFX_OP_SEND] = DAT_DTO_SEND,
-		[OFX_OP_RECV] = DAT_DTO_RECEIVE,
-		[OFX_OP_RDMA_WRITE] = DAT_DTO_RDMA_WRITE,
-		[OFX_OP_RDMA_READ] = DAT_DTO_RDMA_READ,
-	};
 	/* read before the retire (a release store): the poster may reuse the slot */
 	struct ofx_ep *ep = slot->ep;
 	DAT_DTO_COOKIE user = slot->user;
@@ -69,10 +68,9 @@ static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_c
 	dto->user_cookie = user;
 	dto->status = DAT_DTO_SUCCESS;
 	dto->rmr_context = 0;
-	dto->operation = dat_op[op];
+	dto->operation = (DAT_DTOS)op;
 	/* sends and writes report what was posted, reads and receives what arrived */
-	dto->transfered_length = op == OFX_OP_SEND || op == OFX_OP_RDMA_WRITE ? len :
-				 wc->byte_len;
+	dto->transfered_length = op <= OFX_OP_RDMA_WRITE ? len : wc->byte_len;
 	return true;
 }
 
