@@ -485,10 +485,12 @@ static inline DAT_COUNT evd_tail_locked(const struct ofx_evd *evd)
  * A batch that needs EP follow-ups ends the pass (they are rare: RTR and
  * errors) so that `notify` still points into `wc`; *more_p then tells the
  * caller to run them unlocked and come back.  Returns the number of events
- * produced or -errno.
+ * produced or -errno.  Inlined into its two callers: on the dequeue path the
+ * call and its out-parameters cost more than the loop does for one event.
  */
-static int evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
-			    struct evd_notify *notify, int *nnotify_p, bool *more_p)
+static inline __attribute__((always_inline)) int
+evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
+		 struct evd_notify *notify, int *nnotify_p, bool *more_p)
 {
 	DAT_EVENT *direct = direct_p ? *direct_p : NULL;
 	int added = 0, nnotify = 0;
