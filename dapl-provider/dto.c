@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "dto.h"
+#include "dto_inline.h"
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_DTO
 #include "ep.h"
@@ -48,39 +49,6 @@ void ofx_cookie_ring_reset(struct ofx_cookie_ring *ring)
 	atomic_store_explicit(&ring->tail, atomic_load_explicit(&ring->head, memory_order_relaxed),
 			      memory_order_release);
 	ring->unsignaled = 0;
-}
-
-struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring)
-{
-	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
-	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
-	struct ofx_cookie *c;
-
-	if (!ring->size || head - tail >= ring->size)
-		return NULL;
-	c = &ring->slots[head % ring->size];
-	c->seq = head;
-	return c;
-}
-
-void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring)
-{
-	atomic_fetch_add_explicit(&ring->head, 1, memory_order_release);
-}
-
-/*
- * The completion of a work request can be polled by another thread between
- * the post and the poster's commit, so `seq` may equal head here.  Moving
- * tail past head for that short window is deliberate: the commit that
- * follows brings head level again and nothing is lost.
- */
-void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq)
-{
-	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
-
-	if (seq < tail)
-		return;
-	atomic_store_explicit(&ring->tail, seq + 1, memory_order_release);
 }
 
 uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring)
@@ -138,15 +106,14 @@ static void dto_ext_fill(DAT_EVENT *ev, DAT_IB_EXT_TYPE type, DAT_IB_DTOS op,
 		ext->val.immed.data = (DAT_UINT32)wc->imm_data;
 }
 
-bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
+bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
+			 struct ofx_ep **notify_ep_p)
 {
-	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
 	bool ok = wc->status == IBV_WC_SUCCESS;
 	struct ofx_cookie c;
 	struct ofx_ep *ep;
 
-	*notify_ep_p = NULL;
 	if (!slot || !slot->ep) {
 		ofx_warn("completion with no cookie: qp 0x%x status %s", wc->qp_num,
 			 ibv_wc_status_str(wc->status));
@@ -261,4 +228,9 @@ bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **not
 		return false;
 	}
 	return true;
+}
+
+bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
+{
+	return ofx_dto_convert_inline(wc, ev, notify_ep_p);
 }

@@ -26,10 +26,11 @@ struct ofx_srq;
  * consumer event) when half the ring is unsignaled so that it never fills.
  */
 enum ofx_cookie_op {
+	/* the first four in DAT_DTOS order: their completion's operation is the op itself */
 	OFX_OP_SEND,
-	OFX_OP_RECV,
 	OFX_OP_RDMA_WRITE,
 	OFX_OP_RDMA_READ,
+	OFX_OP_RECV,
 	OFX_OP_WRITE_IMM,	/* IB extension: RDMA write with immediate */
 	OFX_OP_CMP_SWAP,	/* IB extension */
 	OFX_OP_FETCH_ADD,	/* IB extension */
@@ -72,12 +73,51 @@ int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size, struct ofx
 void ofx_cookie_ring_fini(struct ofx_cookie_ring *ring);
 /* Forgets every outstanding slot (after the QP was reset). */
 void ofx_cookie_ring_reset(struct ofx_cookie_ring *ring);
-/* Next free slot with seq filled in, or NULL when the ring is full. */
-struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring);
-/* Makes the slot from the last reserve visible (call after a successful post). */
-void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring);
-/* Retires every slot up to and including `seq`. */
-void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq);
+/*
+ * The three calls below are on every post and completion, so they are
+ * inline.  Slot `seq` lives at slots[seq % size].
+ */
+
+/* Next free slot with seq filled in, or NULL when the ring is full (a size 0 ring always is). */
+static inline struct ofx_cookie *ofx_cookie_ring_reserve(struct ofx_cookie_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
+	struct ofx_cookie *c;
+
+	if (__builtin_expect(head - tail >= ring->size, 0))
+		return NULL;
+	c = &ring->slots[head % ring->size];
+	c->seq = head;
+	return c;
+}
+
+/*
+ * Makes the slot from the last reserve visible (call after a successful
+ * post).  A plain store, not an atomic add: the ring has one producer.
+ */
+static inline void ofx_cookie_ring_commit(struct ofx_cookie_ring *ring)
+{
+	uint64_t head = atomic_load_explicit(&ring->head, memory_order_relaxed);
+
+	atomic_store_explicit(&ring->head, head + 1, memory_order_release);
+}
+
+/*
+ * Retires every slot up to and including `seq`.  The completion of a work
+ * request can be polled by another thread between the post and the poster's
+ * commit, so `seq` may equal head here.  Moving tail past head for that
+ * short window is deliberate: the commit that follows brings head level
+ * again and nothing is lost.
+ */
+static inline void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t seq)
+{
+	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
+
+	if (seq >= tail)
+		atomic_store_explicit(&ring->tail, seq + 1, memory_order_release);
+}
+
 uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring);
 
 /*
@@ -89,5 +129,13 @@ uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring);
  * ofx_ep_dto_notify(ep, wc) *after* dropping its EVD lock.
  */
 bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p);
+/*
+ * The same for any completion, the rare kinds included (errors and flushes,
+ * suppressed and internal work, RTR, SRQ receives, extension operations,
+ * binds); ofx_dto_convert_inline (dto_inline.h) calls it for everything
+ * but the common case.  `slot` is wc->wr_id.
+ */
+bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
+			 struct ofx_ep **notify_ep_p);
 
 #endif

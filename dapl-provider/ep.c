@@ -766,21 +766,28 @@ DAT_RETURN ofx_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
 
 /* ---- data path ---------------------------------------------------------- */
 
-static bool ep_can_send(const struct ofx_ep *ep)
+static inline bool ep_can_send(const struct ofx_ep *ep)
 {
 	/* DISCONNECTED: a post still goes to the (error-state) QP and flushes */
-	return ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_DISCONNECT_PENDING ||
-	       ep->state == OFX_EP_DISCONNECTED;
+	return ofx_likely(ep->state == OFX_EP_CONNECTED) ||
+	       ep->state == OFX_EP_DISCONNECT_PENDING || ep->state == OFX_EP_DISCONNECTED;
 }
 
-static int ep_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, uint64_t *total_p)
+/*
+ * Each segment length is 32 bits: only a sum of several can pass UINT32_MAX.
+ * One segment is the common case, so it is not a loop (which the compiler
+ * would vectorise, at a cost for short lists).
+ */
+static inline uint64_t ep_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
 {
-	uint64_t total = 0;
+	uint64_t total;
 
+	if (ofx_likely(n == 1))
+		return iov[0].segment_length;
+	total = 0;
 	for (DAT_COUNT i = 0; i < n; i++)
 		total += iov[i].segment_length;
-	*total_p = total;
-	return 0;
+	return total;
 }
 
 _Static_assert(sizeof(DAT_LMR_TRIPLET) == sizeof(struct ibv_sge),
@@ -790,7 +797,7 @@ _Static_assert(offsetof(DAT_LMR_TRIPLET, lmr_context) == offsetof(struct ibv_sge
 _Static_assert(offsetof(DAT_LMR_TRIPLET, segment_length) == offsetof(struct ibv_sge, length),
 	       "DAT_LMR_TRIPLET.segment_length must overlay ibv_sge.length");
 
-static enum ibv_wr_opcode sq_opcode(enum ofx_cookie_op op)
+static inline enum ibv_wr_opcode sq_opcode(enum ofx_cookie_op op)
 {
 	switch (op) {
 	case OFX_OP_RDMA_WRITE:
@@ -808,47 +815,117 @@ static enum ibv_wr_opcode sq_opcode(enum ofx_cookie_op op)
 	}
 }
 
-static bool sq_op_inline_ok(enum ofx_cookie_op op)
+static inline bool sq_op_inline_ok(enum ofx_cookie_op op)
 {
 	return op == OFX_OP_SEND || op == OFX_OP_RDMA_WRITE || op == OFX_OP_WRITE_IMM;
 }
 
 /*
- * Posts one send-queue work request.  Lock-free: the EP's send ring has a
- * single producer (the consumer thread) and is retired by CQ pollers.
+ * The verbs send flags for the DAT completion flags, and the cookie flags.
+ * Selective signalling: a suppressed WR goes unsignaled unless half the
+ * ring is already unsignaled; then it is signaled to retire the ring, and
+ * its success is still not reported.
  */
-DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
+static inline unsigned int sq_send_flags(struct ofx_cookie_ring *ring, struct ofx_cookie *ck,
+					 DAT_COMPLETION_FLAGS flags)
 {
-	struct ofx_cookie_ring *ring = &ep->send_ring;
-	struct ibv_send_wr wr = { 0 }, *bad;
-	struct ibv_qp *qp = ep->qp;
-	struct ofx_cookie *ck;
-	uint64_t total;
+	unsigned int send_flags = IBV_SEND_SIGNALED;
+
+	if (flags & DAT_COMPLETION_SUPPRESS_FLAG) {
+		ck->flags = OFX_COOKIE_F_SUPPRESS;
+		if (++ring->unsignaled < ring->size / 2)
+			send_flags = 0;
+		else
+			ring->unsignaled = 0;
+	} else {
+		ck->flags = 0;
+		ring->unsignaled = 0;
+	}
+	if (ofx_unlikely(flags & (DAT_COMPLETION_SOLICITED_WAIT_FLAG |
+				  DAT_COMPLETION_BARRIER_FENCE_FLAG))) {
+		if (flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)
+			send_flags |= IBV_SEND_SOLICITED;
+		if (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
+			send_flags |= IBV_SEND_FENCE;
+	}
+	return send_flags;
+}
+
+/* Logs a refused post (out of line: never on the fast path). */
+static __attribute__((noinline, cold)) DAT_RETURN sq_post_failed(struct ibv_qp *qp,
+								 const struct ibv_send_wr *wr,
+								 int ret)
+{
+	ofx_warn("post %s on qp 0x%x: %s", wr->opcode == IBV_WR_SEND ? "send" : "rdma",
+		 qp->qp_num, strerror(ret));
+	return ofx_dat_status(-ret, OFX_OBJ_EP);
+}
+
+/* An XRC EP sends on the shared INI QP, naming the peer's SRQ, or on its RC fallback. */
+static __attribute__((noinline)) DAT_RETURN sq_post_xrc(struct ofx_ep *ep,
+							 struct ibv_send_wr *wr)
+{
+	struct ibv_send_wr *bad;
+	struct ibv_qp *qp;
 	int ret;
 
-	if (p->n < 0 || p->n > ep->attr.max_request_iov)
+	qp = ofx_xrc_sq_begin(ep, wr);
+	if (!qp)	/* sends stopped */
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED);
+	ret = ofx_verbs->post_send(qp, wr, &bad);
+	ofx_xrc_sq_end(ep, qp);
+	return ret ? sq_post_failed(qp, wr, ret) : DAT_SUCCESS;
+}
+
+/*
+ * Posts one send-queue work request.  Lock-free: the EP's send ring has a
+ * single producer (the consumer thread) and is retired by CQ pollers.
+ *
+ * Inlined into each DAT entry point, where `p` is a constant but for the
+ * consumer's arguments, so the compiler drops the branches a plain send,
+ * write or read cannot take (atomics, immediate data, invalidation).  The
+ * work request is built field by field rather than zeroed: the fields set
+ * are every one a driver reads for these opcodes on an RC or XRC QP (the
+ * `wr` union only for RDMA and atomics, `ud` and the memory-window and TSO
+ * unions never).
+ */
+static inline __attribute__((always_inline)) DAT_RETURN
+sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
+{
+	struct ofx_cookie_ring *ring = &ep->send_ring;
+	struct ibv_send_wr wr, *bad;
+	struct ofx_cookie *ck;
+	uint64_t total;
+	DAT_RETURN status;
+	int ret;
+
+	if (ofx_unlikely(p->n < 0 || p->n > ep->attr.max_request_iov))
 		return OFX_INVALID_ARG(2);
-	if (p->n && !p->iov)
+	if (ofx_unlikely(p->n && !p->iov))
 		return OFX_INVALID_ARG(3);
-	if (!ep_can_send(ep))
+	if (ofx_unlikely(!ep_can_send(ep)))
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
-	ep_iov_total(p->n, p->iov, &total);
-	if (total > UINT32_MAX)
+	total = ep_iov_total(p->n, p->iov);
+	if (ofx_unlikely(total > UINT32_MAX))
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
 
 	ck = ofx_cookie_ring_reserve(ring);
-	if (!ck)
+	if (ofx_unlikely(!ck))
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
 	ck->ep = ep;
 	ck->user = p->cookie;
 	ck->len = (uint32_t)total;
 	ck->op = p->op;
-	ck->flags = 0;
 
 	wr.wr_id = (uintptr_t)ck;
+	wr.next = NULL;
 	wr.sg_list = (struct ibv_sge *)p->iov;
 	wr.num_sge = p->n;
 	wr.opcode = sq_opcode(p->op);
+	wr.send_flags = sq_send_flags(ring, ck, p->flags);
+	/* host order on the wire, as stock (contract 5); 0 unless WRITE_IMM */
+	wr.imm_data = p->op == OFX_OP_WRITE_IMM ? p->imm : 0;
+	wr.qp_type.xrc.remote_srqn = 0;	/* sq_post_xrc names the SRQ */
 	if (p->invalidate) {
 		wr.opcode = IBV_WR_SEND_WITH_INV;
 		wr.invalidate_rkey = p->invalidate_rkey;
@@ -862,47 +939,27 @@ DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
 		wr.wr.rdma.remote_addr = p->rmr->virtual_address;
 		wr.wr.rdma.rkey = p->rmr->rmr_context;
 	}
-	if (p->op == OFX_OP_WRITE_IMM)
-		wr.imm_data = p->imm; /* host order on the wire, as stock (contract 5) */
-	/*
-	 * Selective signalling: a suppressed WR goes unsignaled unless half the
-	 * ring is already unsignaled; then it is signaled to retire the ring,
-	 * and its success is still not reported.
-	 */
-	if (p->flags & DAT_COMPLETION_SUPPRESS_FLAG) {
-		ck->flags |= OFX_COOKIE_F_SUPPRESS;
-		if (++ring->unsignaled >= ring->size / 2) {
-			wr.send_flags |= IBV_SEND_SIGNALED;
-			ring->unsignaled = 0;
-		}
-	} else {
-		wr.send_flags |= IBV_SEND_SIGNALED;
-		ring->unsignaled = 0;
-	}
-	if (p->flags & DAT_COMPLETION_SOLICITED_WAIT_FLAG)
-		wr.send_flags |= IBV_SEND_SOLICITED;
-	if (p->flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
-		wr.send_flags |= IBV_SEND_FENCE;
-	if (sq_op_inline_ok(p->op) && total <= ep->max_inline && total)
+	/* 1 <= total <= max_inline in one unsigned compare */
+	if (sq_op_inline_ok(p->op) && total - 1 < ep->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
 
-	if (ep->xrc) {
-		/* the shared INI QP, naming the peer's SRQ; NULL once sends stopped */
-		qp = ofx_xrc_sq_begin(ep, &wr);
-		if (!qp)
-			return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED);
-	}
-	ret = ofx_verbs->post_send(qp, &wr, &bad);
-	if (ep->xrc)
-		ofx_xrc_sq_end(ep, qp);
-	if (ret) {
-		ofx_warn("post %s on qp 0x%x: %s", wr.opcode == IBV_WR_SEND ? "send" : "rdma",
-			 qp->qp_num, strerror(ret));
-		return ofx_dat_status(-ret, OFX_OBJ_EP);
+	if (ofx_likely(!ep->xrc)) {
+		ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+		if (ofx_unlikely(ret))
+			return sq_post_failed(ep->qp, &wr, ret);
+	} else {
+		status = sq_post_xrc(ep, &wr);
+		if (status != DAT_SUCCESS)
+			return status;
 	}
 	ofx_cookie_ring_commit(ring);
-	ofx_dbg_data("ep %p qp 0x%x op %d len %u", (void *)ep, qp->qp_num, p->op, ck->len);
+	ofx_dbg_data("ep %p op %d len %u", (void *)ep, p->op, ck->len);
 	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p)
+{
+	return sq_post(ep, p);
 }
 
 DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
@@ -912,32 +969,32 @@ DAT_RETURN ofx_ep_post_send(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	struct ofx_sq_post p = { .op = OFX_OP_SEND, .n = n, .iov = iov, .cookie = cookie,
 				  .flags = flags };
 
-	if (!ep)
+	if (ofx_unlikely(!ep))
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (flags & ~OFX_DTO_FLAGS_VALID)
+	if (ofx_unlikely(flags & ~OFX_DTO_FLAGS_VALID))
 		return OFX_INVALID_ARG(5);
-	return ofx_ep_post_sq(ep, &p);
+	return sq_post(ep, &p);
 }
 
 /* RDMA read and write share their checks; only the read has a segment limit. */
-static DAT_RETURN ep_post_rdma(DAT_EP_HANDLE ep_handle, enum ofx_cookie_op op, DAT_COUNT n,
-			       DAT_LMR_TRIPLET *iov, DAT_DTO_COOKIE cookie,
-			       const DAT_RMR_TRIPLET *rmr, DAT_COMPLETION_FLAGS flags)
+static inline __attribute__((always_inline)) DAT_RETURN
+ep_post_rdma(DAT_EP_HANDLE ep_handle, enum ofx_cookie_op op, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+	     DAT_DTO_COOKIE cookie, const DAT_RMR_TRIPLET *rmr, DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
 	struct ofx_sq_post p = { .op = op, .n = n, .iov = iov, .cookie = cookie,
 				  .rmr = rmr, .flags = flags };
 
-	if (!ep)
+	if (ofx_unlikely(!ep))
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (!rmr)
+	if (ofx_unlikely(!rmr))
 		return OFX_INVALID_ARG(5);
-	if (flags & ~OFX_DTO_FLAGS_VALID)
+	if (ofx_unlikely(flags & ~OFX_DTO_FLAGS_VALID))
 		return OFX_INVALID_ARG(6);
 	if (op == OFX_OP_RDMA_READ && n > ep->attr.max_rdma_read_iov &&
 	    ep->attr.max_rdma_read_iov > 0)
 		return OFX_INVALID_ARG(2);
-	return ofx_ep_post_sq(ep, &p);
+	return sq_post(ep, &p);
 }
 
 DAT_RETURN ofx_ep_post_rdma_read(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
@@ -1092,7 +1149,7 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 		return OFX_INVALID_ARG(3);
 	if (flags & ~OFX_DTO_FLAGS_VALID)
 		return OFX_INVALID_ARG(5);
-	ep_iov_total(n, iov, &total);
+	total = ep_iov_total(n, iov);
 	if (total > UINT32_MAX)
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
 

@@ -4,6 +4,7 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EVD
 #include "cno.h"
 #include "dto.h"
+#include "dto_inline.h"
 #include "ep.h"
 #include "ia.h"
 #include "log.h"
@@ -63,10 +64,11 @@ static void evd_wake_locked(struct ofx_evd *evd)
 }
 
 /* Requires evd->lock and evd->count > 0. */
-static void evd_pop_locked(struct ofx_evd *evd, DAT_EVENT *event)
+static inline void evd_pop_locked(struct ofx_evd *evd, DAT_EVENT *event)
 {
 	*event = evd->ring[evd->head];
-	evd->head = (evd->head + 1) % evd->qlen;
+	if (++evd->head == evd->qlen)
+		evd->head = 0;
 	evd->count--;
 }
 
@@ -207,6 +209,9 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 			goto err_destroy_channel;
 		}
 		evd->cq_depth = evd->cq->cqe;
+		evd->poll_batch = ia->cfg.cq_batch ? (int)ia->cfg.cq_batch : 1;
+		if (evd->poll_batch > OFX_EVD_POLL_MAX)
+			evd->poll_batch = OFX_EVD_POLL_MAX;
 		/* The ring must hold everything the CQ can (dtest: qlen >= requested). */
 		if (evd->cq_depth > qlen)
 			qlen = evd->cq_depth;
@@ -464,58 +469,78 @@ struct evd_notify {
 	const struct ibv_wc *wc;	/* into the caller's wc array */
 };
 
+/* The ring slot after the last queued event.  Requires evd->lock. */
+static inline DAT_COUNT evd_tail_locked(const struct ofx_evd *evd)
+{
+	DAT_COUNT tail = evd->head + evd->count;
+
+	return tail >= evd->qlen ? tail - evd->qlen : tail;
+}
+
 /*
  * One locked pass: polls batches into the ring until the CQ is empty or the
- * ring is full.  A batch that needs EP follow-ups ends the pass (they are
- * rare: RTR and errors) so that `notify` still points into `wc`; *more_p
- * then tells the caller to run them unlocked and come back.  Returns the
- * number of events added or -errno.
+ * ring is full.  With *direct_p set (a dequeue that found the ring empty),
+ * the first event goes straight into that DAT_EVENT rather than through the
+ * ring and *direct_p is cleared: it is the oldest, and it saves a copy.
+ * A batch that needs EP follow-ups ends the pass (they are rare: RTR and
+ * errors) so that `notify` still points into `wc`; *more_p then tells the
+ * caller to run them unlocked and come back.  Returns the number of events
+ * produced or -errno.  Inlined into its two callers: on the dequeue path the
+ * call and its out-parameters cost more than the loop does for one event.
  */
-static int evd_drain_locked(struct ofx_evd *evd, struct ibv_wc *wc, struct evd_notify *notify,
-			    int *nnotify_p, bool *more_p)
+static inline __attribute__((always_inline)) int
+evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
+		 struct evd_notify *notify, int *nnotify_p, bool *more_p)
 {
-	unsigned int batch = evd->obj.ia && evd->obj.ia->cfg.cq_batch ?
-			     evd->obj.ia->cfg.cq_batch : 1;
+	DAT_EVENT *direct = direct_p ? *direct_p : NULL;
 	int added = 0, nnotify = 0;
 	struct ofx_ep *nep;
+	DAT_COUNT tail;
 	int space, n, got, i;
 
 	*more_p = false;
-	*nnotify_p = 0;
-	if (batch > OFX_EVD_POLL_MAX)
-		batch = OFX_EVD_POLL_MAX;
 	for (;;) {
 		space = evd->qlen - evd->count;
 		if (space <= 0)
 			break;
-		n = space < (int)batch ? space : (int)batch;
+		n = space < evd->poll_batch ? space : evd->poll_batch;
 		got = ofx_verbs->poll_cq(evd->cq, n, wc);
-		if (got < 0) {
+		if (ofx_unlikely(got < 0)) {
 			ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
-			return -EIO;
+			added = -EIO;
+			break;
 		}
+		tail = evd_tail_locked(evd);
 		for (i = 0; i < got; i++) {
-			DAT_EVENT *slot = &evd->ring[(evd->head + evd->count) % evd->qlen];
+			DAT_EVENT *slot = direct ? direct : &evd->ring[tail];
 
-			if (ofx_dto_convert(&wc[i], slot, &nep)) {
+			if (ofx_dto_convert_inline(&wc[i], slot, &nep)) {
 				slot->evd_handle = (DAT_EVD_HANDLE)evd;
-				evd->count++;
 				added++;
+				if (slot == direct) {
+					direct = NULL;
+				} else {
+					evd->count++;
+					if (++tail == evd->qlen)
+						tail = 0;
+				}
 			}
-			if (nep) {
+			if (ofx_unlikely(nep != NULL)) {
 				notify[nnotify].ep = nep;
 				notify[nnotify].wc = &wc[i];
 				nnotify++;
 			}
 		}
-		if (nnotify) {
-			*nnotify_p = nnotify;
+		if (ofx_unlikely(nnotify)) {
 			*more_p = got == n;
 			break;
 		}
 		if (got < n)
 			break;
 	}
+	if (direct_p)
+		*direct_p = direct;
+	*nnotify_p = nnotify;
 	return added;
 }
 
@@ -534,7 +559,7 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 		 * No wake_fd write: a waiter either re-checks the ring after
 		 * its own drain or is woken by the completion channel.
 		 */
-		ret = evd_drain_locked(evd, wc, notify, &nnotify, &more);
+		ret = evd_drain_locked(evd, NULL, wc, notify, &nnotify, &more);
 		/* announced under the lock: ep teardown waits for it to drop */
 		if (nnotify)
 			atomic_fetch_add(&evd->notify_inflight, 1);
@@ -711,43 +736,63 @@ out_unlock:
 	return status;
 }
 
-DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
+/*
+ * dat_evd_dequeue on an empty ring: polls the CQ (under the lock) with the
+ * first new event going straight to `event`.  Out of line so that the
+ * dequeue of a queued event does not pay for the work completion arrays.
+ */
+static __attribute__((noinline)) DAT_RETURN evd_dequeue_from_cq(struct ofx_evd *evd,
+								 DAT_EVENT *event)
 {
-	struct ofx_evd *evd = ofx_evd_from_handle(h);
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
 	struct evd_notify notify[OFX_EVD_POLL_MAX];
-	DAT_RETURN status = DAT_SUCCESS;
-	int ret = 0, nnotify = 0;
+	DAT_EVENT *direct = event;
+	DAT_RETURN status;
+	int ret, nnotify;
 	bool more;
 
-	if (!evd)
-		return ofx_invalid_handle(OFX_OBJ_EVD);
-	if (!event)
-		return OFX_INVALID_ARG(2);
-	/*
-	 * One lock round trip: the CQ is polled (under the lock) only when
-	 * the ring is empty, since queued events are older than any CQE.
-	 */
-	pthread_mutex_lock(&evd->lock);
-	if (!evd->count && evd->cq && !evd->catastrophic) {
-		ret = evd_drain_locked(evd, wc, notify, &nnotify, &more);
-		if (nnotify)
-			atomic_fetch_add(&evd->notify_inflight, 1);
-	}
-	if (evd->catastrophic)
-		status = evd_err_state(DAT_NO_SUBTYPE);
+	ret = evd_drain_locked(evd, &direct, wc, notify, &nnotify, &more);
+	if (ofx_unlikely(nnotify))
+		atomic_fetch_add(&evd->notify_inflight, 1);
+	/* an event delivered before a failing poll is still the caller's */
+	if (ofx_likely(!direct))
+		status = DAT_SUCCESS;
 	else if (ret < 0)
 		status = ofx_dat_status(ret, OFX_OBJ_EVD);
-	else if (!evd->count)
-		status = DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
 	else
-		evd_pop_locked(evd, event);
+		status = DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
 	pthread_mutex_unlock(&evd->lock);
-	if (nnotify) {
+	if (ofx_unlikely(nnotify)) {
 		for (int i = 0; i < nnotify; i++)
 			ofx_ep_dto_notify(notify[i].ep, notify[i].wc);
 		atomic_fetch_sub(&evd->notify_inflight, 1);
 	}
+	return status;
+}
+
+/*
+ * One lock round trip: the CQ is polled only when the ring is empty, since
+ * queued events are older than any CQE.
+ */
+DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
+{
+	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	DAT_RETURN status = DAT_SUCCESS;
+
+	if (ofx_unlikely(!evd))
+		return ofx_invalid_handle(OFX_OBJ_EVD);
+	if (ofx_unlikely(!event))
+		return OFX_INVALID_ARG(2);
+	pthread_mutex_lock(&evd->lock);
+	if (ofx_unlikely(evd->catastrophic))
+		status = evd_err_state(DAT_NO_SUBTYPE);
+	else if (evd->count)
+		evd_pop_locked(evd, event);
+	else if (evd->cq)
+		return evd_dequeue_from_cq(evd, event);	/* unlocks */
+	else
+		status = DAT_QUEUE_EMPTY;
+	pthread_mutex_unlock(&evd->lock);
 	return status;
 }
 

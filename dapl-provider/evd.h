@@ -47,6 +47,7 @@ struct ofx_evd {
 	struct ibv_cq *cq;
 	int cq_depth;
 	int cq_reserved;	/* WRs the attached EPs can have outstanding; lock */
+	int poll_batch;		/* completions per ibv_poll_cq (cq_batch, fixed at create) */
 
 	/* drains that are calling ofx_ep_dto_notify() outside the lock */
 	atomic_int notify_inflight;

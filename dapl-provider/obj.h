@@ -13,6 +13,10 @@
 
 #define OFX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 
+/* Branch hints for the data path: errors and rare cases go out of line. */
+#define ofx_likely(x) __builtin_expect(!!(x), 1)
+#define ofx_unlikely(x) __builtin_expect(!!(x), 0)
+
 /* Builds a DAT_RETURN with the error class bit; libdat2 does not export it. */
 #define OFX_DAT_ERR(type, sub) ((DAT_RETURN)(DAT_CLASS_ERROR | (type) | (sub)))
 

@@ -52,6 +52,7 @@ CONNS=${BENCH_CONNS:-100}
 CM_BURST=${BENCH_CM_BURST:-10}
 SR_POLL=${BENCH_SR_POLL:-0}
 CALLGRIND=${BENCH_CALLGRIND:-1}
+ONLY_CALLGRIND=${BENCH_ONLY_CALLGRIND:-0}	# 1: skip warm-up and rounds
 CG_ITERS=${BENCH_CG_ITERS:-200 1200}
 CG_TMP=${BENCH_CG_TMP:-/tmp}
 PT_PORT=18515
@@ -347,29 +348,32 @@ say "rounds $ROUNDS, sizes $SIZES, iterations $ITER (bandwidth) / $PP_ITER (ping
 	echo "server_dev $SDEV $($SRV cat /sys/class/infiniband/$SDEV/ports/1/active_mtu 2>/dev/null)"
 } >"$OUT/meta.txt"
 
-# warm-up (not recorded): the first exec of each program over 9p is slow
-say "warm-up"
-if dt_server_start r0.stock "$STOCK_IA"; then
-	cli r0.stock.warm 120 dapltest -T P -s "$SADDR" -D "$STOCK_IA" -i 500 -m p RW 4096 1
-	dt_server_stop "$STOCK_IA"
-fi
-if dt_server_start r0.ofx "$OFX_IA"; then
-	cli r0.ofx.warm 120 dapltest -T P -s "$SADDR" -D "$OFX_IA" -i 500 -m p RW 4096 1
-	dt_server_stop "$OFX_IA"
-fi
-pt_pair 0 warm ib_write_bw 4096 500 >/dev/null
+# --only-callgrind: instruction counts do not depend on warm caches or rounds
+if [ "$ONLY_CALLGRIND" != 1 ]; then
+	# warm-up (not recorded): the first exec of each program over 9p is slow
+	say "warm-up"
+	if dt_server_start r0.stock "$STOCK_IA"; then
+		cli r0.stock.warm 120 dapltest -T P -s "$SADDR" -D "$STOCK_IA" -i 500 -m p RW 4096 1
+		dt_server_stop "$STOCK_IA"
+	fi
+	if dt_server_start r0.ofx "$OFX_IA"; then
+		cli r0.ofx.warm 120 dapltest -T P -s "$SADDR" -D "$OFX_IA" -i 500 -m p RW 4096 1
+		dt_server_stop "$OFX_IA"
+	fi
+	pt_pair 0 warm ib_write_bw 4096 500 >/dev/null
 
-for ((r = 1; r <= ROUNDS; r++)); do
-	say "round $r/$ROUNDS: stock"
-	dt_round "$r" stock "$STOCK_IA"
-	cm_run "$r" stock "$STOCK_IA"
-	say "round $r/$ROUNDS: ofx"
-	dt_round "$r" ofx "$OFX_IA"
-	cm_run "$r" ofx "$OFX_IA"
-	cm_run "$r" ofx-p2p "$P2P_IA"
-	say "round $r/$ROUNDS: raw"
-	raw_round "$r"
-done
+	for ((r = 1; r <= ROUNDS; r++)); do
+		say "round $r/$ROUNDS: stock"
+		dt_round "$r" stock "$STOCK_IA"
+		cm_run "$r" stock "$STOCK_IA"
+		say "round $r/$ROUNDS: ofx"
+		dt_round "$r" ofx "$OFX_IA"
+		cm_run "$r" ofx "$OFX_IA"
+		cm_run "$r" ofx-p2p "$P2P_IA"
+		say "round $r/$ROUNDS: raw"
+		raw_round "$r"
+	done
+fi
 
 if [ "$CALLGRIND" = 1 ]; then
 	say "callgrind: stock"

@@ -566,6 +566,27 @@ static void test_plain_events_carry_no_stale_extension_data(void)
 	ep_delete(ep);
 }
 
+/* ep_free: a dying EP's successes are retired but never reported. */
+static void test_dying_ep_success_is_retired_silently(void)
+{
+	struct ofx_ep *ep = ep_new();
+	struct ofx_cookie *w = post(ep, OFX_OP_RDMA_WRITE, 1, 64, 0);
+	struct ofx_cookie *r = post(ep, OFX_OP_RECV, 2, 64, 0);
+	struct ofx_ep *notify;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+
+	atomic_store(&ep->dying, true);
+	wc = wc_for(w, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0);
+	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_PTR_NULL(notify);
+	wc = wc_for(r, IBV_WC_SUCCESS, IBV_WC_RECV, 64);
+	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->recv_ring), 0);
+	ep_delete(ep);
+}
+
 static void test_recv_with_invalidate_reports_the_rmr_context(void)
 {
 	static struct ofx_ia ia;
@@ -712,6 +733,7 @@ CU_TestInfo ofx_test_dto[] = {
 	{ "compare-and-swap and fetch-and-add events", test_atomic_events },
 	{ "plain events carry no stale extension data",
 	  test_plain_events_carry_no_stale_extension_data },
+	{ "a dying ep's success is retired silently", test_dying_ep_success_is_retired_silently },
 	{ "receive with invalidate reports the rmr context",
 	  test_recv_with_invalidate_reports_the_rmr_context },
 	{ "recv_query counts posted receives and their span",

@@ -754,6 +754,50 @@ static void test_suppressed_completion_queues_nothing(void)
 	teardown();
 }
 
+/*
+ * A dequeue on an empty ring hands the oldest new event straight to the
+ * caller and queues the rest of the batch behind it; a suppressed success in
+ * between is skipped, not delivered as an empty event.
+ */
+static void test_dequeue_from_cq_keeps_order_and_skips_silent_work(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto;
+	struct ofx_cookie *c;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+
+	setup();
+	ep = fake_ep_new(64);
+	dto = evd_new(8, DAT_EVD_DTO_FLAG);
+	c = ofx_cookie_ring_reserve(&ep->send_ring);
+	c->op = OFX_OP_RDMA_WRITE;
+	c->flags = OFX_COOKIE_F_SUPPRESS;
+	ofx_cookie_ring_commit(&ep->send_ring);
+	memset(&wc, 0, sizeof(wc));
+	wc.wr_id = (uintptr_t)c;
+	fake_cq_push(dto, &wc);
+	wc = fake_send_wc(ep, 1);
+	fake_cq_push(dto, &wc);
+	wc = fake_send_wc(ep, 2);
+	fake_cq_push(dto, &wc);
+
+	memset(&ev, 0xff, sizeof(ev));
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, dto);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1);
+	CU_ASSERT_EQUAL(dto->count, 1);
+	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_evd_destroy(dto);
+	fake_ep_delete(ep);
+	teardown();
+}
+
 struct dequeuer_arg {
 	struct ofx_evd *evd;
 	int got;
@@ -826,6 +870,8 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "drain batches and leaves overflow in the cq",
 	  test_drain_batches_and_leaves_overflow_in_cq },
 	{ "suppressed completion queues nothing", test_suppressed_completion_queues_nothing },
+	{ "dequeue from the cq keeps order and skips silent work",
+	  test_dequeue_from_cq_keeps_order_and_skips_silent_work },
 	{ "cq grows for the work requests its eps can have outstanding",
 	  test_cq_grows_for_reserved_work_requests },
 	{ "concurrent post, wait and dequeue lose nothing",

@@ -1,0 +1,89 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+#ifndef OFX_DTO_INLINE_H
+#define OFX_DTO_INLINE_H
+
+/*
+ * The data-path half of ofx_dto_convert(), inline so that the CQ drain loop
+ * (evd.c) converts the common completion without a call.  It needs struct
+ * ofx_ep, which dto.h cannot include (ep.h includes dto.h).
+ */
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <string.h>
+#include <infiniband/verbs.h>
+#include <dat2/udat.h>
+#include "dto.h"
+#include "ep.h"
+#include "obj.h"
+
+/*
+ * The operations whose successful completion dto_convert_plain handles are
+ * the first four, numbered as their DAT_DTOS.
+ */
+_Static_assert(OFX_OP_SEND == (int)DAT_DTO_SEND && OFX_OP_RDMA_WRITE == (int)DAT_DTO_RDMA_WRITE &&
+	       OFX_OP_RDMA_READ == (int)DAT_DTO_RDMA_READ && OFX_OP_RECV == (int)DAT_DTO_RECEIVE,
+	       "the plain cookie ops must be numbered as DAT_DTOS");
+#define DTO_PLAIN_OP_LAST OFX_OP_RECV
+/* Receive flags that need ofx_dto_convert_any (immediate data, invalidation). */
+#define DTO_RECV_SPECIAL_FLAGS (IBV_WC_WITH_IMM | IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
+
+/*
+ * Whether a completion is the common kind: a success of a consumer's send,
+ * RDMA write or read, or of a receive without immediate data or
+ * invalidation, with no cookie flag (suppressed successes are not reported,
+ * internal WRs never).  A receive's wc->opcode is valid here: on success.
+ */
+static inline bool dto_is_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot)
+{
+	if (ofx_unlikely(wc->status != IBV_WC_SUCCESS || !slot || slot->flags))
+		return false;
+	if (ofx_unlikely(slot->op > DTO_PLAIN_OP_LAST))
+		return false;
+	return slot->op != OFX_OP_RECV ||
+	       (wc->opcode == IBV_WC_RECV && !(wc->wc_flags & DTO_RECV_SPECIAL_FLAGS));
+}
+
+/*
+ * The data-path conversion of a dto_is_plain() completion: the same event
+ * ofx_dto_convert_any would build, with only the branches these can take.
+ */
+static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot,
+				     DAT_EVENT *ev)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
+	/* read before the retire (a release store): the poster may reuse the slot */
+	struct ofx_ep *ep = slot->ep;
+	DAT_DTO_COOKIE user = slot->user;
+	uint32_t len = slot->len;
+	uint8_t op = slot->op;
+
+	ofx_cookie_ring_retire(op == OFX_OP_RECV ? &ep->recv_ring : &ep->send_ring, slot->seq);
+	if (ofx_unlikely(atomic_load(&ep->dying)))
+		return false; /* ep_free: its flushed work is not reported */
+
+	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
+	ev->event_number = DAT_DTO_COMPLETION_EVENT;
+	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
+	dto->user_cookie = user;
+	dto->status = DAT_DTO_SUCCESS;
+	dto->rmr_context = 0;
+	dto->operation = (DAT_DTOS)op;
+	/* sends and writes report what was posted, reads and receives what arrived */
+	dto->transfered_length = op <= OFX_OP_RDMA_WRITE ? len : wc->byte_len;
+	return true;
+}
+
+/* ofx_dto_convert() (dto.h), inline. */
+static inline bool ofx_dto_convert_inline(const struct ibv_wc *wc, DAT_EVENT *ev,
+					  struct ofx_ep **notify_ep_p)
+{
+	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
+
+	*notify_ep_p = NULL;
+	if (ofx_likely(dto_is_plain(wc, slot)))
+		return dto_convert_plain(wc, slot, ev);
+	return ofx_dto_convert_any(wc, slot, ev, notify_ep_p);
+}
+
+#endif
