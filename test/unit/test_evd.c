@@ -728,24 +728,30 @@ static void test_cq_grows_for_reserved_work_requests(void)
 	teardown();
 }
 
-static void test_suppressed_completion_queues_nothing(void)
+/* A suppressed RDMA write of `ep` completes successfully on `dto`'s CQ. */
+static void push_suppressed_write(struct ofx_ep *ep, struct ofx_evd *dto)
 {
-	struct ofx_ep *ep;
-	struct ofx_evd *dto;
-	struct ofx_cookie *c;
+	struct ofx_cookie *c = ofx_cookie_ring_reserve(&ep->send_ring);
 	struct ibv_wc wc;
-	DAT_EVENT ev;
 
-	setup();
-	ep = fake_ep_new(64);
-	dto = evd_new(4, DAT_EVD_DTO_FLAG);
-	c = ofx_cookie_ring_reserve(&ep->send_ring);
 	c->op = OFX_OP_RDMA_WRITE;
 	c->flags = OFX_COOKIE_F_SUPPRESS;
 	ofx_cookie_ring_commit(&ep->send_ring);
 	memset(&wc, 0, sizeof(wc));
 	wc.wr_id = (uintptr_t)c;
 	fake_cq_push(dto, &wc);
+}
+
+static void test_suppressed_completion_queues_nothing(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto;
+	DAT_EVENT ev;
+
+	setup();
+	ep = fake_ep_new(64);
+	dto = evd_new(4, DAT_EVD_DTO_FLAG);
+	push_suppressed_write(ep, dto);
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
 	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
@@ -763,20 +769,13 @@ static void test_dequeue_from_cq_keeps_order_and_skips_silent_work(void)
 {
 	struct ofx_ep *ep;
 	struct ofx_evd *dto;
-	struct ofx_cookie *c;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 
 	setup();
 	ep = fake_ep_new(64);
 	dto = evd_new(8, DAT_EVD_DTO_FLAG);
-	c = ofx_cookie_ring_reserve(&ep->send_ring);
-	c->op = OFX_OP_RDMA_WRITE;
-	c->flags = OFX_COOKIE_F_SUPPRESS;
-	ofx_cookie_ring_commit(&ep->send_ring);
-	memset(&wc, 0, sizeof(wc));
-	wc.wr_id = (uintptr_t)c;
-	fake_cq_push(dto, &wc);
+	push_suppressed_write(ep, dto);
 	wc = fake_send_wc(ep, 1);
 	fake_cq_push(dto, &wc);
 	wc = fake_send_wc(ep, 2);

@@ -163,6 +163,28 @@ static void pair(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct
 	CU_ASSERT_EQUAL(eb->state, OFX_EP_CONNECTED);
 }
 
+/* One process on each node, one EP in each: where most scenarios start. */
+static void open_pair(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b,
+		      struct ofx_ep **eb)
+{
+	*a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	*b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	*ea = xm_ep_new(*a);
+	*eb = xm_ep_new(*b);
+}
+
+/* B accepts, then dies before A's INI request reaches it: A is refused. */
+static void connect_then_peer_dies(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
+				   struct ofx_ep *eb)
+{
+	xm_autopump = false;
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	xm_autopump = true;
+	xm_proc_kill(b);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+}
+
 static void test_handshake_exchanges_private_data_and_srq_numbers(void)
 {
 	struct xm_proc *a, *b;
@@ -173,10 +195,7 @@ static void test_handshake_exchanges_private_data_and_srq_numbers(void)
 	int len;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	ea = xm_ep_new(a);
-	eb = xm_ep_new(b);
+	open_pair(&a, &ea, &b, &eb);
 	post_recv(ea, 1);
 	post_recv(eb, 2);
 	xm_connect(a, ea, b, eb, "hello", 6, "welcome", 8);
@@ -342,10 +361,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b);
+	open_pair(&a, &e1, &b, &f1);
 	e2 = xm_ep_new(a);
 	f2 = xm_ep_new(b);
 	pair(a, e1, b, f1, 4);
@@ -469,10 +485,7 @@ static void test_empty_srq_holds_messages_then_rnr_breaks_the_ini_qp(void)
 	int i;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b);
+	open_pair(&a, &e1, &b, &f1);
 	e2 = xm_ep_new(a);
 	f2 = xm_ep_new(b);
 	pair(a, e1, b, f1, 0);
@@ -552,13 +565,7 @@ static void test_connect_to_a_vanished_peer_fails_the_ep(void)
 	c = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
 	ea = xm_ep_new(a);
 	eb = xm_ep_new(b);
-	/* B accepts, then dies before A's INI request reaches it */
-	xm_autopump = false;
-	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
-	xm_autopump = true;
-	xm_proc_kill(b);
-	xm_pump();
-	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	connect_then_peer_dies(a, ea, b, eb);
 	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
@@ -693,10 +700,7 @@ static void test_passive_ep_resets_and_accepts_again(void)
 	struct ofx_ep *ea, *eb;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	ea = xm_ep_new(a);
-	eb = xm_ep_new(b);
+	open_pair(&a, &ea, &b, &eb);
 	for (int round = 0; round < 3; round++) {
 		pair(a, ea, b, eb, 1);
 		CU_ASSERT_EQUAL(send_msg(eb, "ping", round), DAT_SUCCESS);
@@ -730,10 +734,7 @@ static void test_disconnect_while_pending_ends_both_sides(void)
 	int ret = -1;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	ea = xm_ep_new(a);
-	eb = xm_ep_new(b);
+	open_pair(&a, &ea, &b, &eb);
 	pthread_mutex_lock(&ea->lock);
 	ea->remote_addr = b->ia.addr;
 	ea->state = OFX_EP_ACTIVE_PENDING;
@@ -811,16 +812,8 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 
 	setup(2);
 	xm_use_cm = true;
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	ea = xm_ep_new(a);
-	eb = xm_ep_new(b);
-	xm_autopump = false;
-	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
-	xm_autopump = true;
-	xm_proc_kill(b);
-	xm_pump();
-	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	open_pair(&a, &ea, &b, &eb);
+	connect_then_peer_dies(a, ea, b, eb);
 	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
 	CU_ASSERT_EQUAL(xm_cm_connects(), OFX_XRC_CTL_TRIES);
