@@ -147,7 +147,7 @@ static int ep_check_attr(const struct ofx_ia *ia, const DAT_EP_ATTR *a, bool has
 	return 0;
 }
 
-/* Reads the per-EP "P2P" provider-specific attribute ("on"/"off"). */
+/* Reads the per-EP "P2P" provider-specific attribute ("on"/"off"/"auto"). */
 static int ep_parse_p2p_attr(const DAT_EP_ATTR *a, enum ofx_tristate *p2p_p)
 {
 	*p2p_p = OFX_AUTO;
@@ -163,8 +163,10 @@ static int ep_parse_p2p_attr(const DAT_EP_ATTR *a, enum ofx_tristate *p2p_p)
 			*p2p_p = OFX_ON;
 		} else if (na->value && !strcasecmp(na->value, "off")) {
 			*p2p_p = OFX_OFF;
+		} else if (na->value && !strcasecmp(na->value, "auto")) {
+			*p2p_p = OFX_AUTO; /* what ep_query reports for "not set" */
 		} else {
-			ofx_err("ep attr P2P=%s: expected on or off", na->value ? na->value : "");
+			ofx_err("ep attr P2P=%s: expected on, off or auto", na->value ? na->value : "");
 			return -EINVAL;
 		}
 	}
@@ -493,6 +495,38 @@ DAT_RETURN ofx_ep_create_with_srq(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_hand
 				attr, ep_p);
 }
 
+/*
+ * ep_query's provider-specific answers: "P2P" the EP's own setting
+ * (on/off/auto), "P2P_ACTIVE" whether the current (or last) connection
+ * negotiated p2p, "RTR" its RTR type.  Consumers copy ep_attr from a query
+ * into ep_create, often after freeing the queried EP ("start from the
+ * defaults"), so the arrays are static, one per combination, and "P2P"
+ * carries the setting so that such a copy changes nothing.
+ */
+#define OFX_EP_QUERY_ATTRS 3
+static DAT_NAMED_ATTR ep_query_table[3][2][3][OFX_EP_QUERY_ATTRS];
+static pthread_once_t ep_query_once = PTHREAD_ONCE_INIT;
+
+static void ep_query_table_init(void)
+{
+	for (int set = 0; set < 3; set++)
+		for (int on = 0; on < 2; on++)
+			for (int rtr = 0; rtr < 3; rtr++) {
+				DAT_NAMED_ATTR *a = ep_query_table[set][on][rtr];
+
+				a[0] = (DAT_NAMED_ATTR){ "P2P", ofx_tristate_str(set) };
+				a[1] = (DAT_NAMED_ATTR){ "P2P_ACTIVE", on ? "on" : "off" };
+				a[2] = (DAT_NAMED_ATTR){ "RTR", ofx_rtr_type_str(rtr) };
+			}
+}
+
+static const DAT_NAMED_ATTR *ep_query_attrs(enum ofx_tristate set, bool on,
+					    enum ofx_rtr_type rtr)
+{
+	pthread_once(&ep_query_once, ep_query_table_init);
+	return ep_query_table[set % 3][on][rtr % 3];
+}
+
 DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_PARAM *param)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
@@ -521,15 +555,9 @@ DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_
 	param->srq_handle = ep->srq ? (DAT_SRQ_HANDLE)ep->srq : DAT_HANDLE_NULL;
 	param->ep_attr = ep->attr;
 
-	/* the negotiated p2p mode of the current (or last) connection */
-	snprintf(ep->prov_attr_val[0], sizeof(ep->prov_attr_val[0]), "%s",
-		 ep->p2p ? "on" : "off");
-	snprintf(ep->prov_attr_val[1], sizeof(ep->prov_attr_val[1]), "%s",
-		 ofx_rtr_type_str(ep->rtr));
-	ep->prov_attr[0] = (DAT_NAMED_ATTR){ "P2P", ep->prov_attr_val[0] };
-	ep->prov_attr[1] = (DAT_NAMED_ATTR){ "RTR", ep->prov_attr_val[1] };
-	param->ep_attr.ep_provider_specific_count = 2;
-	param->ep_attr.ep_provider_specific = ep->prov_attr;
+	param->ep_attr.ep_provider_specific_count = OFX_EP_QUERY_ATTRS;
+	param->ep_attr.ep_provider_specific =
+		(DAT_NAMED_ATTR *)ep_query_attrs(ep->p2p_attr, ep->p2p, ep->rtr);
 	pthread_mutex_unlock(&ep->lock);
 	return DAT_SUCCESS;
 }

@@ -132,8 +132,6 @@ struct ofx_ep {
 	DAT_COUNT soft_hw, hard_hw;	/* under lock */
 	_Atomic bool wm_armed;		/* either is set: post_recv checks them */
 
-	DAT_NAMED_ATTR prov_attr[2];	/* ep_query provider-specific answers */
-	char prov_attr_val[2][16];
 };
 OFX_DEFINE_FROM_HANDLE(ep, EP)
 

@@ -6,9 +6,10 @@
  *   p2p_passive_first   with p2p on, the passive side sends the moment it
  *                       sees ESTABLISHED; its pre-posted receives then get
  *                       exactly the active side's messages, in order, and
- *                       never the provider's RTR; ep_query reports P2P=on.
+ *                       never the provider's RTR; ep_query reports P2P_ACTIVE=on.
  *   p2p_ep_attr_off     a per-EP "P2P"="off" attribute on the active EP
- *                       overrides ia_params p2p=on: both ends report off
+ *                       overrides ia_params p2p=on: both ends report
+ *                       P2P_ACTIVE=off (the active one P2P=off, its setting)
  *                       and data still flows.
  *   cr_handoff          the server's PSP hands the request to a second PSP
  *                       (dat_cr_handoff); it arrives on that PSP's CR EVD
@@ -149,24 +150,37 @@ static int wait_conn(struct conn *c, DAT_EVENT_NUMBER expect)
 	return wait_event(c->cs.conn_evd, TIMEOUT_US, expect, &ev, NULL);
 }
 
-static int expect_p2p(struct conn *c, const char *want, const char *side)
+/* The value of provider-specific attribute `name` in an ep_query, or NULL. */
+static const char *ep_query_value(const DAT_EP_PARAM *param, const char *name)
 {
+	for (int i = 0; i < param->ep_attr.ep_provider_specific_count; i++) {
+		const DAT_NAMED_ATTR *a = &param->ep_attr.ep_provider_specific[i];
+
+		if (!strcmp(a->name, name))
+			return a->value;
+	}
+	return NULL;
+}
+
+/*
+ * P2P_ACTIVE is what the connection negotiated; P2P is the EP's own
+ * setting, `want_setting` ("auto" unless the EP was created with one).
+ */
+static int expect_p2p(struct conn *c, const char *want, const char *want_setting,
+		      const char *side)
+{
+	const char *active, *setting;
 	DAT_EP_PARAM param;
 
 	CHECK_DAT(dat_ep_query(c->ep, DAT_EP_FIELD_ALL, &param));
-	for (int i = 0; i < param.ep_attr.ep_provider_specific_count; i++) {
-		const DAT_NAMED_ATTR *a = &param.ep_attr.ep_provider_specific[i];
-
-		if (!strcmp(a->name, "P2P")) {
-			if (strcmp(a->value, want)) {
-				fail("%s: ep_query P2P=%s, expected %s", side, a->value, want);
-				return -1;
-			}
-			return 0;
-		}
+	active = ep_query_value(&param, "P2P_ACTIVE");
+	setting = ep_query_value(&param, "P2P");
+	if (!active || strcmp(active, want) || !setting || strcmp(setting, want_setting)) {
+		fail("%s: ep_query P2P_ACTIVE=%s P2P=%s, expected %s and %s", side,
+		     active ? active : "(none)", setting ? setting : "(none)", want, want_setting);
+		return -1;
 	}
-	fail("%s: ep_query has no P2P attribute", side);
-	return -1;
+	return 0;
 }
 
 static char expected_text[NMSG][MSG_LEN];
@@ -286,7 +300,7 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 	for (int i = 0; i < NMSG; i++)
 		if (wait_dto(c, DAT_DTO_RECEIVE, i, expected_text[i]))
 			return -1;
-	if (expect_p2p(c, want_p2p, tag))
+	if (expect_p2p(c, want_p2p, "auto", tag))
 		return -1;
 	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))
 		return -1;
@@ -325,7 +339,7 @@ static int connect_one(struct conn *c, const char *server, const char *p2p_attr,
 	for (int i = 0; i < NMSG; i++)
 		if (send_msg(c, i, expected_text[i]) || wait_dto(c, DAT_DTO_SEND, 100 + i, NULL))
 			return -1;
-	if (expect_p2p(c, want_p2p, tag))
+	if (expect_p2p(c, want_p2p, p2p_attr ? p2p_attr : "auto", tag))
 		return -1;
 	CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_GRACEFUL_FLAG));
 	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))

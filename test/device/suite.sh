@@ -16,6 +16,14 @@ DTEST_PASS='DAPL Test Complete\. PASSED'
 DTEST_FAIL='FAILED|ERR:|Error'
 DT_OK='End of Work -- Client Exiting'
 DT_BAD='Test Error|bad connection event|FAIL|Warning: conn_event_wait'
+# valgrind memcheck: librdmacm is preloaded so that its process-wide state is
+# not orphaned when libdat2 dlcloses libdaplofx at the last ia_close (that
+# would show up as definite leaks of librdmacm); --keep-debuginfo names the
+# frames of the unloaded provider.
+MEMCHECK="env LD_PRELOAD=librdmacm.so.1 valgrind -q --leak-check=full \
+--errors-for-leak-kinds=definite --error-exitcode=9 --keep-debuginfo=yes \
+--suppressions=$OFX_TOP_SRCDIR/test/device/valgrind.supp"
+MEMCHECK_BAD='FAIL|definitely lost|Invalid (read|write)'
 
 # dtest pair: NAME IA [extra args]
 dtest_pair() {
@@ -70,6 +78,20 @@ dtest_pair dtest.p2p.read ofx-rxe-p2pr -b 4096 -B 50
 dapltest_block dapl.p2p ofx-rxe-p2p \
 	"-T T -i 1000 -t 1 -w 1 client SR 256 server SR 256" \
 	"-T P -i 1000 -m p RW 4096 2"
+# ... and p2p really was negotiated, not just configured: the cm debug log of
+# a dapltest client (whose EPs start from queried defaults) and of a dtest
+# client says so for every connection
+p2p_used() {
+	DAPL_OFX_LOG_LEVEL=debug DAPL_OFX_LOG_SUBSYS=cm dapltest_block dapl.p2p.used ofx-rxe-p2p \
+		"-T T -i 100 -t 1 -w 1 client SR 256 server SR 256"
+	vm_expect dapl.p2p.used.1 'established \(active, p2p send\)' \
+		'established \(active, p2p off\)'
+	DAPL_OFX_LOG_LEVEL=debug DAPL_OFX_LOG_SUBSYS=cm dtest_pair dtest.p2p.used ofx-rxe-p2p \
+		-b 4096 -B 10
+	vm_expect dtest.p2p.used.cli 'established \(active, p2p send\)' \
+		'established \(active, p2p off\)'
+}
+p2p_used
 
 # 4. configuration errors fail dat_ia_open cleanly (dapltest -T L opens the IA).
 vm_run cfg.xrc-on 60 bash -c "ona dtest -P ofx-rxe-xrc -s; exit 0"
@@ -162,6 +184,18 @@ if [ -x "$OFX_TOP_BUILDDIR/test/device/ofx_rmr_test" ]; then
 		'ALL TESTS PASSED' 'FAIL'
 fi
 
+# 8b. valgrind memcheck of the provider under the servers of ofx_dev_tests
+# (provider-created EP, ep_modify, cr_handoff, p2p) and ofx_rmr_test (windows,
+# remote invalidation, ep_free under a bound window); clients run natively.
+memcheck_pair() { # NAME PROGRAM IA
+	local prog=$OFX_TOP_BUILDDIR/test/device/$2
+	[ -x "$prog" ] || return 0
+	vm_pair "$1" 600 log:'server ready' "ona $MEMCHECK $prog server $3" \
+		"onb $prog client $A $3" 'ALL TESTS PASSED' "$MEMCHECK_BAD"
+}
+memcheck_pair dev.memcheck ofx_dev_tests ofx-rxe-p2p
+memcheck_pair rmr.memcheck ofx_rmr_test ofx-rxe
+
 # 9. fault paths (test/device/ofx_fault_tests.c; behaviours in its header):
 # a peer SIGKILLed with receives and RDMA writes in flight, then restarted;
 # connects that cannot succeed; RNR; an EVD smaller than the work in flight;
@@ -227,15 +261,10 @@ fault_tests() {
 		vm_say "fault: no rdma cgroup controller here: ep_limit skipped"
 	fi
 
-	# memcheck: librdmacm is preloaded so that its process-wide state is not
-	# orphaned when libdat2 dlcloses libdaplofx at the last ia_close (that
-	# would show up as definite leaks of librdmacm); --keep-debuginfo names
-	# the frames of the unloaded provider.
-	vm_run fault.memcheck 600 onb env LD_PRELOAD=librdmacm.so.1 valgrind -q --leak-check=full \
-		--errors-for-leak-kinds=definite --error-exitcode=9 --keep-debuginfo=yes \
-		--suppressions="$OFX_TOP_SRCDIR/test/device/valgrind.supp" \
-		"$FT" client "$A" no_listener access_write_ro abrupt_close
-	vm_expect fault.memcheck 'ALL FAULT TESTS PASSED' 'FAIL|definitely lost|Invalid (read|write)'
+	# shellcheck disable=SC2086
+	vm_run fault.memcheck 600 onb $MEMCHECK "$FT" client "$A" no_listener access_write_ro \
+		abrupt_close
+	vm_expect fault.memcheck 'ALL FAULT TESTS PASSED' "$MEMCHECK_BAD"
 
 	vm_run fault.quit 60 onb "$FT" client "$A" quit
 	vm_join fault.srv 30

@@ -1831,6 +1831,52 @@ static void test_ep_watermarks_raise_their_events(void)
 	fixture_down();
 }
 
+/*
+ * "Start from the defaults": query a probe EP, free it, create the real one
+ * from the queried attributes.  The provider-specific array must outlive the
+ * probe (ASan run) and carry its setting, not the last connection's result.
+ */
+static void test_ep_query_attrs_outlive_the_ep_and_round_trip(void)
+{
+	DAT_NAMED_ATTR off = { "P2P", "off" };
+	DAT_EP_PARAM param;
+	DAT_EP_ATTR attr;
+	DAT_EP_HANDLE probe, ep;
+
+	fixture_up();
+	CU_ASSERT_EQUAL_FATAL(P->ep_create_func(&f.ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
+						NULL, &probe), DAT_SUCCESS);
+	ofx_ep_from_handle(probe)->p2p = true;	/* as if its last connection had p2p */
+	CU_ASSERT_EQUAL_FATAL(P->ep_query_func(probe, DAT_EP_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(P->ep_free_func(probe), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(param.ep_attr.ep_provider_specific_count, 3);
+	CU_ASSERT_STRING_EQUAL(param.ep_attr.ep_provider_specific[0].name, "P2P");
+	CU_ASSERT_STRING_EQUAL(param.ep_attr.ep_provider_specific[0].value, "auto");
+	CU_ASSERT_STRING_EQUAL(param.ep_attr.ep_provider_specific[1].name, "P2P_ACTIVE");
+	CU_ASSERT_STRING_EQUAL(param.ep_attr.ep_provider_specific[1].value, "on");
+
+	attr = param.ep_attr;
+	CU_ASSERT_EQUAL_FATAL(P->ep_create_func(&f.ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
+						&attr, &ep), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_from_handle(ep)->p2p_attr, OFX_AUTO);
+	CU_ASSERT_EQUAL(P->ep_free_func(ep), DAT_SUCCESS);
+
+	/* an explicit setting survives the same round trip */
+	attr.ep_provider_specific_count = 1;
+	attr.ep_provider_specific = &off;
+	CU_ASSERT_EQUAL_FATAL(P->ep_create_func(&f.ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
+						&attr, &probe), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(P->ep_query_func(probe, DAT_EP_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(P->ep_free_func(probe), DAT_SUCCESS);
+	CU_ASSERT_STRING_EQUAL(param.ep_attr.ep_provider_specific[0].value, "off");
+	CU_ASSERT_STRING_EQUAL(param.ep_attr.ep_provider_specific[1].value, "off");
+	CU_ASSERT_EQUAL_FATAL(P->ep_create_func(&f.ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
+						&param.ep_attr, &ep), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_from_handle(ep)->p2p_attr, OFX_OFF);
+	CU_ASSERT_EQUAL(P->ep_free_func(ep), DAT_SUCCESS);
+	fixture_down();
+}
+
 static void test_malformed_ia_params_fail_with_one_log_line(void)
 {
 	static const struct {
@@ -1960,5 +2006,7 @@ CU_TestInfo ofx_test_badinput[] = {
 	  test_ep_without_pz_is_attached_later },
 	{ "ep high watermarks raise the soft async event and break on the hard one",
 	  test_ep_watermarks_raise_their_events },
+	{ "ep_query attributes outlive the ep and round-trip into ep_create",
+	  test_ep_query_attrs_outlive_the_ep_and_round_trip },
 	CU_TEST_INFO_NULL,
 };
