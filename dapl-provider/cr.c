@@ -67,6 +67,9 @@ static bool cr_unlink(struct ofx_cr *cr)
 	struct ofx_sp *sp = cr->sp;
 	bool linked;
 
+	if (!sp)
+		return false; /* orphaned: its SP is gone */
+
 	pthread_mutex_lock(&sp->lock);
 	linked = !ofx_list_empty(&cr->sp_link);
 	if (linked)
@@ -126,6 +129,12 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 	if (pdata_len && !pdata)
 		return OFX_INVALID_ARG(4);
 	sp = cr->sp;
+	if (!sp) {
+		ofx_info("cr %p: its psp was freed, the request refused: accept fails",
+			 (void *)cr);
+		cr_free(cr);
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
+	}
 
 	pthread_mutex_lock(&sp->lock);
 	pthread_mutex_lock(&ep->lock);
@@ -183,9 +192,12 @@ DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_len, const DAT
 	if (pdata_len && !pdata)
 		return OFX_INVALID_ARG(3);
 	cr_unlink(cr);
-	ret = cr_send_reject(cr->cm_id, pdata, pdata_len);
-	ofx_verbs->destroy_id(cr->cm_id);
-	cr->cm_id = NULL;
+	ret = 0;
+	if (cr->cm_id) { /* else orphaned: refused already */
+		ret = cr_send_reject(cr->cm_id, pdata, pdata_len);
+		ofx_verbs->destroy_id(cr->cm_id);
+		cr->cm_id = NULL;
+	}
 	cr_release_ep(cr);
 	cr_free(cr);
 	return ofx_dat_status(ret, OFX_OBJ_CR);
@@ -246,7 +258,7 @@ DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
 
 	if (!cr)
 		return ofx_invalid_handle(OFX_OBJ_CR);
-	if (cr->ep)
+	if (cr->ep || !cr->sp)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	from = cr->sp;
 	ia = cr->obj.ia;
@@ -298,6 +310,19 @@ err_unlock:
 	if (ret == -ENOSPC)
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
 	return OFX_INVALID_ARG(2);
+}
+
+void ofx_cr_orphan(struct ofx_cr *cr)
+{
+	if (cr->cm_id) {
+		cr_send_reject(cr->cm_id, NULL, 0);
+		ofx_verbs->destroy_id(cr->cm_id);
+		cr->cm_id = NULL;
+	}
+	cr_release_ep(cr);
+	cr->sp = NULL;
+	cr->dead = true;
+	ofx_dbg("cr %p: orphaned by its psp's free", (void *)cr);
 }
 
 void ofx_cr_destroy(struct ofx_cr *cr)

@@ -16,7 +16,7 @@ struct ofx_ep;
  */
 struct ofx_cr {
 	struct ofx_obj obj;
-	struct ofx_sp *sp;
+	struct ofx_sp *sp;		/* NULL once orphaned (ofx_cr_orphan) */
 	struct ofx_list sp_link;	/* in sp->crs, guarded by sp->lock */
 	bool dead;			/* the peer gave up (REJ/timeout) before accept */
 	struct rdma_cm_id *cm_id;
@@ -42,7 +42,16 @@ DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr, DAT_COUNT pdata_len, const DAT_PVOID 
  */
 DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr, DAT_CONN_QUAL qual);
 
-/* ia_close / sp_free cleanup: rejects and frees. */
+/* ia_close cleanup: rejects and frees. */
 void ofx_cr_destroy(struct ofx_cr *cr);
+/*
+ * sp_free of a request still pending: it is refused and the EP it named is
+ * released (a provider-created one freed), but the CR object stays valid,
+ * with no SP, until the consumer rejects it (success) or accepts it
+ * (DAT_INVALID_STATE), either of which frees it, or the IA closes.  Its
+ * DAT_CONNECTION_REQUEST_EVENT may still be queued on the CR EVD, and the
+ * handle in it must not dangle.
+ */
+void ofx_cr_orphan(struct ofx_cr *cr);
 
 #endif

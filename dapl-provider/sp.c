@@ -122,7 +122,8 @@ void ofx_sp_reject_id(struct rdma_cm_id *id)
 }
 
 /*
- * Stops listening and disposes of every CR still pending; their ids are
+ * Stops listening and refuses every CR still pending (ofx_cr_orphan: the
+ * objects outlive the SP for the events naming them); their ids are
  * destroyed outside sp->lock because the progress thread may hold one of
  * their events while it waits for that lock.
  */
@@ -146,7 +147,7 @@ static void sp_teardown(struct ofx_sp *sp)
 		struct ofx_cr *cr = container_of(pos, struct ofx_cr, sp_link);
 
 		ofx_list_init(&cr->sp_link);
-		ofx_cr_destroy(cr);
+		ofx_cr_orphan(cr);
 	}
 	ofx_progress_barrier(sp->obj.ia->progress);
 	if (sp->ep) {

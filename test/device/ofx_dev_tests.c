@@ -253,6 +253,26 @@ static int complete_provider_ep(struct conn *c, DAT_CR_HANDLE cr, const char *ta
 	return post_recvs(c);
 }
 
+/*
+ * A slow server (valgrind) can see a client's retry arrive after it took
+ * the first request: once the PSP is freed, such a request is refused, but
+ * its event is still queued and its CR valid until rejected.
+ */
+static int drop_stale_requests(struct conn *c, const char *tag)
+{
+	DAT_EVENT ev;
+
+	while (dat_evd_dequeue(c->cs.cr_evd, &ev) == DAT_SUCCESS) {
+		if (ev.event_number != DAT_CONNECTION_REQUEST_EVENT) {
+			fail("%s: stray event 0x%x on the cr evd", tag, ev.event_number);
+			return -1;
+		}
+		CHECK_DAT(dat_cr_reject(ev.event_data.cr_arrival_event_data.cr_handle, 0, NULL));
+		printf("%s: rejected a request left over from a retry\n", tag);
+	}
+	return 0;
+}
+
 enum serve_mode { SERVE_PLAIN, SERVE_HANDOFF, SERVE_PROVIDER_EP };
 
 /* One passive connection: pre-post, accept, send first, then receive. */
@@ -311,7 +331,7 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 	}
 	CHECK_DAT(dat_ep_free(c->ep));
 	c->ep = NULL;
-	return 0;
+	return drop_stale_requests(c, tag);
 }
 
 /* Between connect attempts: dat_ep_reset dropped the receives, post them again. */

@@ -1704,13 +1704,29 @@ static void test_psp_provider_flag_hands_out_a_tentative_ep(void)
 	CU_ASSERT_EQUAL(P->cr_reject_func(cr, 0, NULL), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps);
 
-	/* a request still pending when the PSP goes takes its EP along */
+	/*
+	 * A request still pending when the PSP goes takes its EP along; the
+	 * CR itself stays valid for the consumer holding its event, and an
+	 * accept of it then fails and frees it.
+	 */
 	arrive_request(psp, "two");
 	cr = expect_cr_event(evd, psp, 4795);
 	tentative_ep_of(cr, true);
 	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps + 1);
 	CU_ASSERT_EQUAL(P->psp_free_func(psp), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_EP), eps);
+	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_CR), 2);
+	{
+		DAT_CR_PARAM crp;
+
+		CU_ASSERT_EQUAL(P->cr_query_func(cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(crp.private_data_size, 3);
+		CU_ASSERT_PTR_NULL(crp.local_ep_handle);
+	}
+	CU_ASSERT_EQUAL(P->cr_handoff_func(cr, 4791),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY));
+	CU_ASSERT_EQUAL(P->cr_accept_func(cr, f.ep, 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE));
 	CU_ASSERT_EQUAL(count_objs(OFX_OBJ_CR), 1); /* the fixture's own */
 	CU_ASSERT_EQUAL(P->evd_free_func(evd), DAT_SUCCESS);
 	fixture_down();
