@@ -380,6 +380,13 @@ static struct ofx_ep *ep_alloc(struct ofx_ia *ia, const DAT_EP_ATTR *attr)
 	return ep;
 }
 
+/* Undoes ep_alloc (nothing attached, nothing referenced). */
+static void ep_discard(struct ofx_ep *ep)
+{
+	pthread_mutex_destroy(&ep->lock);
+	free(ep);
+}
+
 /* The named-attr arrays belong to the consumer: never keep them. */
 static void ep_forget_named_attrs(struct ofx_ep *ep)
 {
@@ -406,7 +413,7 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	struct ofx_pz *pz = NULL;
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_ep *ep;
-	int ret;
+	DAT_RETURN status;
 
 	if (!ia)
 		return ofx_invalid_handle(OFX_OBJ_IA);
@@ -430,8 +437,7 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	if (ep_parse_p2p_attr(&ep->attr, &ep->p2p_attr) ||
 	    ep_check_attr(ia, &ep->attr, recv_evd, req_evd, srq != NULL) ||
 	    (srq && ep->p2p_attr == OFX_ON)) {
-		pthread_mutex_destroy(&ep->lock);
-		free(ep);
+		ep_discard(ep);
 		return srq ? OFX_INVALID_ARG(7) : OFX_INVALID_ARG(6);
 	}
 	if (srq)
@@ -443,22 +449,15 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	ep->req_evd = req_evd;
 	ep->conn_evd = conn_evd;
 
-	if (pz) {
-		ret = ep_attach(ep);
-		if (ret)
-			goto err_free;
+	status = pz ? ofx_ep_attach(ep) : DAT_SUCCESS;
+	if (status != DAT_SUCCESS) {
+		ep_discard(ep);
+		return status;
 	}
 	ep_take_refs(ep);
 	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
 	*ep_p = ep;
 	return DAT_SUCCESS;
-
-err_free:
-	pthread_mutex_destroy(&ep->lock);
-	free(ep);
-	if (ret == -ESHUTDOWN)
-		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_SHUTDOWN);
-	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
 
 struct ofx_ep *ofx_ep_create_tentative(struct ofx_ia *ia)
