@@ -463,6 +463,28 @@ static void expect_query(DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT ctx, const DAT_LMR_
 	CU_ASSERT_EQUAL(param.lmr_triplet.segment_length, t ? t->segment_length : 0);
 }
 
+/*
+ * Binds `w` for remote writes and `r` for remote reads over `t` through the
+ * fixture's EP (user cookies `cookie` and `cookie` + 1); both binds complete.
+ */
+static void bind_write_and_read(struct fixture *f, const DAT_LMR_TRIPLET *t, DAT_RMR_HANDLE w,
+				DAT_RMR_CONTEXT *kw, DAT_RMR_HANDLE r, DAT_RMR_CONTEXT *kr,
+				uint64_t cookie)
+{
+	int first = model_nwrs;
+
+	CU_ASSERT_EQUAL(ofx_rmr_bind(w, f->lmr, t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
+				     DAT_VA_TYPE_VA, f->ep, rcookie(cookie), 0, kw), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(r, f->lmr, t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+				     DAT_VA_TYPE_VA, f->ep, rcookie(cookie + 1), 0, kr),
+			DAT_SUCCESS);
+	CU_ASSERT_FATAL(model_nwrs == first + 2);
+	complete(f, model_wrs[first].wr_id, IBV_WC_SUCCESS);
+	complete(f, model_wrs[first + 1].wr_id, IBV_WC_SUCCESS);
+	expect_bind_event(f, w, cookie, DAT_DTO_SUCCESS);
+	expect_bind_event(f, r, cookie + 1, DAT_DTO_SUCCESS);
+}
+
 static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
 {
 	struct fixture f;
@@ -476,15 +498,7 @@ static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
 	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &other) == DAT_SUCCESS);
 	k0 = ofx_rmr_from_handle(rmr)->rkey;
 	t1 = triplet(&f, 0, 256);
-	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t1, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
-				     DAT_VA_TYPE_VA, f.ep, rcookie(0x61), 0, &k1), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ofx_rmr_bind(other, f.lmr, &t1, DAT_MEM_PRIV_REMOTE_READ_FLAG,
-				     DAT_VA_TYPE_VA, f.ep, rcookie(0x62), 0, &ko), DAT_SUCCESS);
-	CU_ASSERT_FATAL(model_nwrs == 2);
-	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
-	complete(&f, model_wrs[1].wr_id, IBV_WC_SUCCESS);
-	expect_bind_event(&f, rmr, 0x61, DAT_DTO_SUCCESS);
-	expect_bind_event(&f, other, 0x62, DAT_DTO_SUCCESS);
+	bind_write_and_read(&f, &t1, rmr, &k1, other, &ko, 0x61);
 
 	/* keys that are not the window's current one change nothing */
 	CU_ASSERT_TRUE(peer_invalidates(&f, k0, IBV_WC_WITH_INV));
@@ -552,15 +566,7 @@ static void test_windows_bound_through_a_dying_ep_are_renewed(void)
 	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &other) == DAT_SUCCESS);
 	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &unbound) == DAT_SUCCESS);
 	t = triplet(&f, 0, 128);
-	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_REMOTE_WRITE_FLAG,
-				     DAT_VA_TYPE_VA, f.ep, rcookie(0x71), 0, &k1), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ofx_rmr_bind(other, f.lmr, &t, DAT_MEM_PRIV_REMOTE_READ_FLAG,
-				     DAT_VA_TYPE_VA, f.ep, rcookie(0x72), 0, &ko), DAT_SUCCESS);
-	CU_ASSERT_FATAL(model_nwrs == 2);
-	complete(&f, model_wrs[0].wr_id, IBV_WC_SUCCESS);
-	complete(&f, model_wrs[1].wr_id, IBV_WC_SUCCESS);
-	expect_bind_event(&f, rmr, 0x71, DAT_DTO_SUCCESS);
-	expect_bind_event(&f, other, 0x72, DAT_DTO_SUCCESS);
+	bind_write_and_read(&f, &t, rmr, &k1, other, &ko, 0x71);
 	CU_ASSERT_PTR_EQUAL(ofx_rmr_from_handle(rmr)->bound_ep, f.ep);
 	/* `other` counts as bound through another EP: it must be left alone */
 	ofx_rmr_from_handle(other)->bound_ep = &other_ep;

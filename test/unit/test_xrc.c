@@ -173,6 +173,25 @@ static void open_pair(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b
 	*eb = xm_ep_new(*b);
 }
 
+/*
+ * A on node 0 connected to two processes B1 and B2 of node 1 (the TGT
+ * lifetime `mode`), one EP pair each: e1-f1 and e2-f2.
+ */
+static void open_two_peers(enum ofx_xrc_tgt mode, struct xm_proc **a, struct xm_proc **b1,
+			   struct xm_proc **b2, struct ofx_ep **e1, struct ofx_ep **f1,
+			   struct ofx_ep **e2, struct ofx_ep **f2)
+{
+	*a = xm_proc_open(0, domfile[0], mode);
+	*b1 = xm_proc_open(1, domfile[1], mode);
+	*b2 = xm_proc_open(1, domfile[1], mode);
+	*e1 = xm_ep_new(*a);
+	*f1 = xm_ep_new(*b1);
+	*e2 = xm_ep_new(*a);
+	*f2 = xm_ep_new(*b2);
+	pair(*a, *e1, *b1, *f1, 2);
+	pair(*a, *e2, *b2, *f2, 2);
+}
+
 /* B accepts, then dies before A's INI request reaches it: A is refused. */
 static void connect_then_peer_dies(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
 				   struct ofx_ep *eb)
@@ -417,15 +436,7 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	DAT_EVENT ev;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], mode);
-	b1 = xm_proc_open(1, domfile[1], mode);
-	b2 = xm_proc_open(1, domfile[1], mode);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b2);
-	pair(a, e1, b1, f1, 2);
-	pair(a, e2, b2, f2, 2);
+	open_two_peers(mode, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
 	CU_ASSERT_EQUAL(stats(b2).tgt_opened, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
 
@@ -522,15 +533,7 @@ static void test_peer_gone_breaks_every_ep_on_its_ini_qp(void)
 	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b1 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	b2 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b2);
-	pair(a, e1, b1, f1, 2);
-	pair(a, e2, b2, f2, 2);
+	open_two_peers(OFX_XRC_TGT_DOMAIN, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 
 	/* B2 dies: its SRQs go, nothing is said */
 	xm_proc_kill(b2);
