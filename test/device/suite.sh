@@ -118,16 +118,22 @@ fi
 # 6. DAT 2.0 common connect: 8 processes (4 per host) all-to-all through
 #    DAT_CSP_CREATE / DAT_EP_COMMON_CONNECT, in several call orders, with
 #    p2p RTR off and on; then a peer that never calls and a missing CSP.
+# csp_all2all TAG IA MODE PORT [NPH [WRAP]]: NPH ranks per host (default 4);
+# WRAP (e.g. "$MEMCHECK") runs the even ranks under it, with its bad patterns.
 csp_all2all() {
-	local tag=$1 ia=$2 mode=$3 port=$4 r
-	for r in 0 1 2 3 4 5 6 7; do
-		local on=ona
-		[ "$r" -lt 4 ] || on=onb
-		vm_bg "$tag.r$r" 120 "$on" "$CSP" "$ia" "$r" 4 "$A" "$B" "$port" "$mode"
+	local tag=$1 ia=$2 mode=$3 port=$4 nph=${5:-4} wrap=${6:-} r on w bad=FAIL secs=120
+	[ -z "$wrap" ] || { bad=$MEMCHECK_BAD; secs=300; }
+	for ((r = 0; r < 2 * nph; r++)); do
+		on=ona
+		[ "$r" -lt "$nph" ] || on=onb
+		w=
+		[ $((r % 2)) = 1 ] || w=$wrap
+		# shellcheck disable=SC2086
+		vm_bg "$tag.r$r" "$secs" "$on" $w "$CSP" "$ia" "$r" "$nph" "$A" "$B" "$port" "$mode"
 	done
-	for r in 0 1 2 3 4 5 6 7; do
-		vm_join "$tag.r$r" 120
-		vm_expect "$tag.r$r" "csp rank $r: ok $mode: 7 connections" 'FAIL'
+	for ((r = 0; r < 2 * nph; r++)); do
+		vm_join "$tag.r$r" "$secs"
+		vm_expect "$tag.r$r" "csp rank $r: ok $mode: $((2 * nph - 1)) connections" "$bad"
 	done
 }
 CSP=$OFX_TOP_BUILDDIR/test/device/ofx_csp_test
@@ -137,6 +143,8 @@ if [ -x "$CSP" ]; then
 	csp_all2all csp.desc ofx-rxe all2all-desc 51100
 	csp_all2all csp.stagger.p2p ofx-rxe-p2p all2all-stagger 51200
 	csp_all2all csp.desc.p2p ofx-rxe-p2p all2all-desc 51300
+	# valgrind memcheck of the CSP paths: one rank of each host under it
+	csp_all2all csp.memcheck ofx-rxe-p2p all2all-desc 51600 2 "$MEMCHECK"
 	vm_bg csp.nocall.r1 60 ona "$CSP" ofx-rxe 1 1 "$A" "$A" 51400 nocall
 	vm_run csp.nocall.r0 60 ona "$CSP" ofx-rxe 0 1 "$A" "$A" 51400 nocall
 	vm_expect csp.nocall.r0 'ok peer never calls: TIMED_OUT' 'FAIL'
