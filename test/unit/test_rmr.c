@@ -463,6 +463,13 @@ static void expect_query(DAT_RMR_HANDLE rmr, DAT_RMR_CONTEXT ctx, const DAT_LMR_
 	CU_ASSERT_EQUAL(param.lmr_triplet.segment_length, t ? t->segment_length : 0);
 }
 
+/* Every type 2 window was freed: the IA's key index lists none. */
+static void expect_rmr_index_empty(void)
+{
+	for (size_t i = 0; i < OFX_RMR_INDEX_BUCKETS; i++)
+		CU_ASSERT_PTR_NULL(ia.rmr_index.buckets[i]);
+}
+
 /*
  * Binds `w` for remote writes and `r` for remote reads over `t` through the
  * fixture's EP (user cookies `cookie` and `cookie` + 1); both binds complete.
@@ -543,8 +550,7 @@ static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
 	CU_ASSERT_EQUAL(ofx_rmr_free(other), DAT_SUCCESS);
 	CU_ASSERT_TRUE(peer_invalidates(&f, ko, IBV_WC_WITH_INV));
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
-	for (size_t i = 0; i < OFX_RMR_INDEX_BUCKETS; i++)
-		CU_ASSERT_PTR_NULL(ia.rmr_index.buckets[i]);
+	expect_rmr_index_empty();
 	fixture_fini(&f);
 	teardown();
 }
@@ -591,8 +597,7 @@ static void test_windows_bound_through_a_dying_ep_are_renewed(void)
 	CU_ASSERT_EQUAL(ofx_rmr_free(unbound), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_rmr_free(other), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
-	for (size_t i = 0; i < OFX_RMR_INDEX_BUCKETS; i++)
-		CU_ASSERT_PTR_NULL(ia.rmr_index.buckets[i]);
+	expect_rmr_index_empty();
 	fixture_fini(&f);
 	teardown();
 }
