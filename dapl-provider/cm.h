@@ -2,64 +2,110 @@
 #ifndef OFX_CM_H
 #define OFX_CM_H
 
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/socket.h>
+#include <dat2/udat.h>
 #include <rdma/rdma_cma.h>
+#include "pdata.h"
 
 struct ofx_ia;
 
 /*
- * rdma_cm event dispatch.  Every cm_id the provider creates on an IA's event
- * channel has as its context the struct ofx_obj of its owner (EP, SP or CR);
- * ofx_cm_process_events() is the progress-thread handler of the IA's channel
- * fd: it drains events until EAGAIN and routes each to its owner.
+ * The rdma_cm layer: cm_id life cycle, address and route resolution with
+ * retry, and event dispatch.  It knows no DAT object: every cm_id the
+ * provider creates on an IA's event channel has as its context a handler
+ * stored with its owner (an EP, SP or CSP), and each event goes to it.
  */
-void ofx_cm_process_events(void *ia_arg);
-
-/* Max consumer private data for REQ, REP and REJ on this IA's transport. */
-int ofx_cm_max_pdata(const struct ofx_ia *ia);
-
-#endif
-
-#include <stdbool.h>
-#include <dat2/udat.h>
-
-struct ofx_ep;
-struct ofx_cr;
 
 /*
- * Connection state machine of an EP (all called with ep->lock held; they
- * post the DAT connection events themselves).
- *
- * ofx_cm_connect: starts address resolution towards addr:port(qual); the
- *   REQ private data (consumer bytes, plus our trailer when p2p is
- *   requested) is built here and sent at ROUTE_RESOLVED.
- * ofx_cm_accept: takes over the CR's cm_id, moves the QP to RTS and sends
- *   the REP.
- * ofx_cm_disconnect: sends the DREQ; abrupt also arms a bounded wait after
- *   which the EP is DISCONNECTED whatever the peer does.
- * ofx_cm_release: detaches and destroys the EP's cm_id and stops its timers;
- *   drops ep->lock while rdma_destroy_id waits for in-flight events, so the
- *   caller must re-check state afterwards.
+ * Where the events of a cm_id go.  fn runs in the progress thread with no
+ * provider lock held; *destroy_p may take an id to destroy after the event
+ * is acked (rdma_destroy_id waits for the ack).  fn returns false when the
+ * id is no longer its owner's (it changed hands meanwhile: a CR accepted on
+ * an EP or handed off to another PSP); the CM then reads the id's handler
+ * again and passes the event on if it changed.  A CONNECT_REQUEST goes to
+ * the listener's handler (the new id starts with the listener's context).
  */
-int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL qual,
-		   DAT_TIMEOUT timeout, const void *pdata, int pdata_len);
-int ofx_cm_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int pdata_len);
-int ofx_cm_disconnect(struct ofx_ep *ep, bool abrupt);
-void ofx_cm_release(struct ofx_ep *ep);
+typedef bool (*ofx_cm_event_fn)(void *ctx, struct rdma_cm_event *ev,
+				struct rdma_cm_id **destroy_p);
 
-/* Creates a fresh cm_id and starts address resolution (connect and retries). */
-int ofx_cm_restart(struct ofx_ep *ep);
-/* Arms the consumer's connect timeout (TIMED_OUT, or UNREACHABLE, on expiry). */
-void ofx_cm_arm_conn_timer(struct ofx_ep *ep, DAT_TIMEOUT timeout);
+struct ofx_cm_handler {
+	ofx_cm_event_fn fn;
+	void *ctx;
+};
+
+/* An RDMA_PS_TCP id on the IA's channel whose events go to `h`. */
+int ofx_cm_id_create(struct ofx_ia *ia, struct ofx_cm_handler *h, struct rdma_cm_id **id_p);
+
+/* Hands an id (and its next events) to another owner. */
+static inline void ofx_cm_id_set_handler(struct rdma_cm_id *id, struct ofx_cm_handler *h)
+{
+	id->context = h;
+}
+
+/*
+ * A new id for `h` (with the configured TOS) and address resolution towards
+ * `dst`; *id_p is set before the resolution starts (its events may come at
+ * once) and cleared again if it fails.
+ */
+int ofx_cm_resolve(struct ofx_ia *ia, struct ofx_cm_handler *h,
+		   const struct sockaddr_storage *dst, struct rdma_cm_id **id_p);
+
+/*
+ * ADDR_ERROR or ROUTE_ERROR `ev` of `id`: true if the step timed out and is
+ * started again (at most cm_retries times, counted in *retries_p).
+ */
+bool ofx_cm_resolve_retry(struct ofx_ia *ia, struct rdma_cm_id *id, struct rdma_cm_event *ev,
+			  const struct sockaddr_storage *dst, unsigned int *retries_p);
+
+/*
+ * Destroys an id its owner let go of (NULL-safe), then waits out what the
+ * progress thread is running.  Called with no lock held: rdma_destroy_id
+ * waits for the id's events in flight, whose handler may wait for the
+ * owner's lock.
+ */
+void ofx_cm_id_destroy(struct ofx_ia *ia, struct rdma_cm_id *id);
+
+/*
+ * The progress-thread handler of the IA's channel fd: drains events until
+ * EAGAIN and routes each to its id's handler (the XRC carrier's ids first,
+ * xrc.h).
+ */
+void ofx_cm_process_events(void *ia_arg);
 
 /* Moves `qp` to `state` with the attributes rdma_cm computes for `id`. */
 int ofx_cm_qp_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state);
 
-/* Whether an EP asks for / grants p2p RTR mode (per-EP attr, then IA config). */
-bool ofx_cm_p2p_requested(const struct ofx_ep *ep);
-bool ofx_cm_p2p_granted(const struct ofx_ep *ep);
+/* The rdma_cm port for a DAT connection qualifier (same function as stock). */
+uint16_t ofx_conn_qual_to_port(DAT_CONN_QUAL qual);
 
-/* The 4-byte header stock libdaplofa puts in front of reject data. */
-#define OFX_REJ_HDR_LEN 4
-#define OFX_REJ_HDR 0x02000200u
-/* rdma_cm REJECTED status of a consumer-defined reject (IB_CM_REJ_CONSUMER_DEFINED). */
-#define OFX_REJ_CONSUMER 28
+/*
+ * Max consumer private data of a REQ on this IA's transport (what ia_query
+ * reports), and of a REP; reply_has_hdr: the REP carries our trailer (the
+ * REQ did).  IB/RoCE: 56 / 160 (as stock); iWARP: 248 each (see cm.c),
+ * minus the 8-byte trailer where it travels.
+ */
+int ofx_cm_max_pdata(const struct ofx_ia *ia);
+int ofx_cm_max_accept_pdata(const struct ofx_ia *ia, bool reply_has_hdr);
+/*
+ * Bytes of the REQ / REP private data that carry ours and the consumer's;
+ * pads: the receiver sees the whole area, zero padded (IB/RoCE).
+ */
+int ofx_cm_req_area(const struct ofx_ia *ia);
+int ofx_cm_rep_area(const struct ofx_ia *ia);
+bool ofx_cm_pads_pdata(const struct ofx_ia *ia);
+
+/* For logs: the address of `ss`. */
+const char *ofx_cm_addr_str(const struct sockaddr_storage *ss, char *buf, size_t len);
+
+/*
+ * Transport retries (IB retry_cnt).  Not 7, what stock sends: soft-RoCE
+ * (rxe) treats 7 as "retry forever", so a peer whose host went silent would
+ * never fail the QP and the EP would never see BROKEN (ofx_fault_tests
+ * peer_vanished).  6 keeps real HCAs within one retry of stock.
+ */
+#define OFX_RETRY_COUNT 6
+
+#endif

@@ -2,7 +2,7 @@
 #include "cno.h"
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EVD
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "progress.h"
 #include "status.h"

@@ -2,6 +2,7 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CFG
 #include "config.h"
 
+#include "env.h"
 #include "log.h"
 #include "obj.h"
 
@@ -46,8 +47,10 @@ const struct ofx_param ofx_params[] = {
 		   "Path of the XRC domain file shared by the processes of a job; empty = a "
 		   "private domain per IA."),
 	TYPED_ROW("xrc_tgt", "DAPL_OFX_XRC_TGT", OFX_PARAM_XRC_TGT, "domain", xrc_tgt,
-		  "Lifetime of XRC target QPs: domain = until the XRC domain is closed, exit = "
-		  "until the process that created them exits."),
+		  "What holds an XRC target QP (the kernel destroys it with its last handle): "
+		  "domain = its creator while the INI QP it serves exists, and every process "
+		  "with an EP connected through it; exit = its creator only, so it dies with "
+		  "the creator's IA or process."),
 	TYPED_ROW("xrcd_foreign", "DAPL_OFX_XRCD_FOREIGN", OFX_PARAM_BOOL, "no", xrcd_foreign,
 		  "Accept an XRC domain file owned by another user."),
 	UINT_ROW("max_inline", "DAPL_OFX_MAX_INLINE", "64", 0, 1024, max_inline,
@@ -132,13 +135,6 @@ const char *ofx_rtr_type_str(enum ofx_rtr_type t)
 static const char *xrc_tgt_str(enum ofx_xrc_tgt t)
 {
 	return (unsigned int)t < OFX_ARRAY_SIZE(xrc_tgt_names) ? xrc_tgt_names[t] : "?";
-}
-
-const char *ofx_config_env(const char *name)
-{
-	const char *v = getenv(name);
-
-	return v && *v ? v : NULL;
 }
 
 static int parse_bool(const char *s, bool *v)
@@ -375,7 +371,7 @@ static void apply_env(struct ofx_config *cfg)
 
 		if (!p->env)
 			continue;
-		v = ofx_config_env(p->env);
+		v = ofx_env_get(p->env);
 		if (!v || !ofx_config_set(p, v, cfg))
 			continue;
 		describe(p, expect, sizeof(expect));

@@ -92,9 +92,6 @@ void ofx_config_format(const struct ofx_param *p, const struct ofx_config *cfg,
 /* Prints name, type, default, current value and doc of every row. */
 void ofx_config_print(FILE *out, const struct ofx_config *cfg);
 
-/* The only getenv() wrapper of the provider (NULL if unset or empty). */
-const char *ofx_config_env(const char *name);
-
 const char *ofx_tristate_str(enum ofx_tristate t);
 const char *ofx_rtr_type_str(enum ofx_rtr_type t);
 

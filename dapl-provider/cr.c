@@ -2,11 +2,12 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CM
 #include "cr.h"
 #include "cm.h"
+#include "ep_cm.h"
 #include "ep.h"
+#include "ep_conn.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
-#include "sp.h"
 #include "status.h"
 #include "verbs.h"
 
@@ -14,8 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Consumer accept data cap (REP area minus room for rdma_cm, as stock). */
-#define OFX_ACCEPT_PDATA_MAX 160
 /* Consumer reject data cap: the IB REJ area (148) minus stock's header. */
 #define OFX_REJECT_PDATA_MAX 144
 
@@ -61,20 +60,20 @@ static int cr_send_reject(struct rdma_cm_id *id, const void *pdata, int len)
 	return ret;
 }
 
-/* Takes the CR off its SP's list; false if someone else already did. */
+/* Takes the CR off its SP's queue; false if someone else already did. */
 static bool cr_unlink(struct ofx_cr *cr)
 {
-	struct ofx_sp *sp = cr->sp;
+	struct ofx_cr_queue *q = cr->queue;
 	bool linked;
 
-	if (!sp)
+	if (!q)
 		return false; /* orphaned: its SP is gone */
 
-	pthread_mutex_lock(&sp->lock);
+	pthread_mutex_lock(q->lock);
 	linked = !ofx_list_empty(&cr->sp_link);
 	if (linked)
 		ofx_list_del(&cr->sp_link);
-	pthread_mutex_unlock(&sp->lock);
+	pthread_mutex_unlock(q->lock);
 	return linked;
 }
 
@@ -96,7 +95,7 @@ static void cr_release_ep(struct ofx_cr *cr)
 	}
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state == OFX_EP_PASSIVE_PENDING)
-		ep->state = OFX_EP_UNCONNECTED;
+		ofx_ep_conn_move(ep, OFX_EP_UNCONNECTED);
 	pthread_mutex_unlock(&ep->lock);
 }
 
@@ -114,7 +113,7 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 {
 	struct ofx_cr *cr = ofx_cr_from_handle(cr_handle);
 	struct ofx_ep *ep;
-	struct ofx_sp *sp;
+	struct ofx_cr_queue *q;
 	struct rdma_cm_id *id;
 	DAT_RETURN status;
 	int ret;
@@ -124,37 +123,47 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 	ep = ep_handle ? ofx_ep_from_handle(ep_handle) : cr->ep;
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (pdata_len < 0 || pdata_len > OFX_ACCEPT_PDATA_MAX)
+	if (pdata_len < 0 || pdata_len > ofx_cm_max_accept_pdata(cr->obj.ia, cr->has_hdr))
 		return OFX_INVALID_ARG(3);
 	if (pdata_len && !pdata)
 		return OFX_INVALID_ARG(4);
-	sp = cr->sp;
-	if (!sp) {
+	q = cr->queue;
+	if (!q) {
 		ofx_info("cr %p: its psp was freed, the request refused: accept fails",
 			 (void *)cr);
 		cr_free(cr);
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE);
 	}
 
-	pthread_mutex_lock(&sp->lock);
+	pthread_mutex_lock(q->lock);
 	pthread_mutex_lock(&ep->lock);
 	/* an EP that cannot be attached yet (no PZ) leaves the request pending */
 	status = cr_ep_ready(cr, ep) ? ofx_ep_attach(ep) :
 				       OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	if (status != DAT_SUCCESS) {
 		pthread_mutex_unlock(&ep->lock);
-		pthread_mutex_unlock(&sp->lock);
+		pthread_mutex_unlock(q->lock);
 		return status;
 	}
 	if (cr->dead) {
 		ret = -ECONNABORTED;
 		ofx_info("cr %p: the peer is gone, accept fails", (void *)cr);
 	} else {
-		ret = ofx_cm_accept(ep, cr, pdata, pdata_len);
+		struct ofx_conn_req req = {
+			.cm_id = cr->cm_id,
+			.remote_addr = cr->remote_addr,
+			.param = cr->req_param,
+			.has_hdr = cr->has_hdr,
+			.hdr = cr->hdr,
+			.local_qual = q->conn_qual,
+		};
+
+		ret = ofx_cm_accept(ep, &req, pdata, pdata_len);
+		cr->cm_id = req.cm_id;	/* NULL: the EP's now */
 	}
 	ofx_list_del(&cr->sp_link);
 	pthread_mutex_unlock(&ep->lock);
-	pthread_mutex_unlock(&sp->lock);
+	pthread_mutex_unlock(q->lock);
 
 	if (!ret) {
 		/* an XRC accept went out as a REJ (xrc.h): the id is done */
@@ -203,66 +212,43 @@ DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_len, const DAT
 	return ofx_dat_status(ret, OFX_OBJ_CR);
 }
 
-/* The listening PSP of `ia` other than `self` with qualifier `qual`, or NULL. */
-static struct ofx_sp *cr_find_psp(struct ofx_ia *ia, DAT_CONN_QUAL qual,
-				  const struct ofx_sp *self)
-{
-	struct ofx_list *pos, *tmp;
-	struct ofx_sp *found = NULL;
-
-	pthread_mutex_lock(&ia->obj_lock);
-	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
-		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
-		struct ofx_sp *sp;
-
-		if (obj->type != OFX_OBJ_PSP)
-			continue;
-		sp = container_of(obj, struct ofx_sp, obj);
-		if (sp != self && sp->conn_qual == qual) {
-			found = sp;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&ia->obj_lock);
-	return found;
-}
-
-/* Both SPs' locks, lower address first (two handoffs in opposite directions). */
-static void cr_lock_pair(struct ofx_sp *a, struct ofx_sp *b)
+/* Both queues' locks, lower address first (two handoffs in opposite directions). */
+static void cr_lock_pair(struct ofx_cr_queue *a, struct ofx_cr_queue *b)
 {
 	if (a > b) {
-		struct ofx_sp *t = a;
+		struct ofx_cr_queue *t = a;
 
 		a = b;
 		b = t;
 	}
-	pthread_mutex_lock(&a->lock);
-	pthread_mutex_lock(&b->lock);
+	pthread_mutex_lock(a->lock);
+	pthread_mutex_lock(b->lock);
 }
 
 /*
  * DAT 2.0 dat_cr_handoff.  The request moves to the other PSP of this IA
- * listening on `qual`: a new CR object takes over the cm_id (whose context
- * becomes that PSP, see sp.h) and is announced on its CR EVD; the old
- * handle is freed.  Done under both SPs' locks so that the progress thread,
- * which finds a CR through its id's context under sp->lock, sees it on
- * exactly one SP.  A CR bound to an EP (RSP) cannot move.
+ * listening on `qual` (its queue's find_psp): a new CR object takes over the
+ * cm_id (whose context becomes that PSP's handler) and is announced on its
+ * CR EVD; the old handle is freed.  Done under both queues' locks so that
+ * the progress thread, which finds a CR through its id's context under the
+ * SP's lock, sees it on exactly one SP.  A CR bound to an EP (RSP) cannot
+ * move.
  */
 DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
 {
 	struct ofx_cr *cr = ofx_cr_from_handle(cr_handle);
-	struct ofx_sp *from, *to;
+	struct ofx_cr_queue *from, *to;
 	struct ofx_ia *ia;
 	struct ofx_cr *moved;
 	int ret = 0;
 
 	if (!cr)
 		return ofx_invalid_handle(OFX_OBJ_CR);
-	if (cr->ep || !cr->sp)
+	if (cr->ep || !cr->queue)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
-	from = cr->sp;
+	from = cr->queue;
 	ia = cr->obj.ia;
-	to = cr_find_psp(ia, qual, from);
+	to = from->find_psp(from, qual);
 	if (!to) {
 		ofx_dbg("cr %p: no other psp on qual %llu for the handoff", (void *)cr,
 			(unsigned long long)qual);
@@ -283,29 +269,29 @@ DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr_handle, DAT_CONN_QUAL qual)
 	}
 	memcpy((char *)moved + sizeof(moved->obj), (char *)cr + sizeof(cr->obj),
 	       sizeof(*cr) - sizeof(cr->obj));
-	moved->sp = to;
+	moved->queue = to;
 	ofx_list_init(&moved->sp_link);
 	ofx_list_add_tail(&to->crs, &moved->sp_link);
-	if (ofx_evd_post_cr(to->evd, (DAT_SP_HANDLE){ .psp_handle = to },
-			    (DAT_IA_ADDRESS_PTR)&ia->addr, to->conn_qual, moved)) {
+	if (ofx_evd_post_cr(to->evd, to->handle, (DAT_IA_ADDRESS_PTR)&ia->addr, to->conn_qual,
+			    moved)) {
 		ofx_list_del(&moved->sp_link);
 		ret = -ENOSPC;
 		goto err_unlock;
 	}
 	ofx_list_del(&cr->sp_link);
 	if (moved->cm_id)
-		moved->cm_id->context = &to->obj;
+		ofx_cm_id_set_handler(moved->cm_id, to->cm_handler);
 	cr->cm_id = NULL;
-	pthread_mutex_unlock(&to->lock);
-	pthread_mutex_unlock(&from->lock);
+	pthread_mutex_unlock(to->lock);
+	pthread_mutex_unlock(from->lock);
 	ofx_dbg("cr %p handed off from qual %llu to qual %llu as cr %p", (void *)cr,
 		(unsigned long long)from->conn_qual, (unsigned long long)qual, (void *)moved);
 	cr_free(cr);
 	return DAT_SUCCESS;
 
 err_unlock:
-	pthread_mutex_unlock(&to->lock);
-	pthread_mutex_unlock(&from->lock);
+	pthread_mutex_unlock(to->lock);
+	pthread_mutex_unlock(from->lock);
 	cr_free(moved);
 	if (ret == -ENOSPC)
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_MEMORY);
@@ -320,7 +306,7 @@ void ofx_cr_orphan(struct ofx_cr *cr)
 		cr->cm_id = NULL;
 	}
 	cr_release_ep(cr);
-	cr->sp = NULL;
+	cr->queue = NULL;
 	cr->dead = true;
 	ofx_dbg("cr %p: orphaned by its psp's free", (void *)cr);
 }

@@ -2,13 +2,41 @@
 #ifndef OFX_CR_H
 #define OFX_CR_H
 
+#include <stdbool.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <rdma/rdma_cma.h>
 #include "obj.h"
 #include "pdata.h"
+#include "util.h"
 
-struct ofx_sp;
 struct ofx_ep;
+struct ofx_evd;
+struct ofx_cm_handler;
+
+/*
+ * Where a PSP's or RSP's requests wait: the SP embeds one and fills it at
+ * creation (sp.c); the CR layer knows no SP.  `lock` is the SP's lock
+ * (before ep->lock and evd->lock) and guards `crs` and `listening`; the
+ * other fields are fixed once the SP listens.  The CRs' cm_ids carry
+ * `cm_handler` (the SP's) as context, not the CR, so the progress thread
+ * finds a CR under `lock` and can never see one that accept or reject
+ * already freed.
+ */
+struct ofx_cr_queue {
+	pthread_mutex_t *lock;
+	struct ofx_list crs;		/* CRs not yet accepted or rejected */
+	bool listening;			/* false once freed; an RSP after its first request */
+	DAT_CONN_QUAL conn_qual;
+	struct ofx_evd *evd;		/* the CR EVD */
+	DAT_SP_HANDLE handle;		/* what a CR event names as its SP */
+	struct ofx_cm_handler *cm_handler;
+	/*
+	 * dat_cr_handoff: the queue of the IA's other PSP on `qual`, or NULL
+	 * (no lock held; the caller then takes both queues' locks).
+	 */
+	struct ofx_cr_queue *(*find_psp)(struct ofx_cr_queue *self, DAT_CONN_QUAL qual);
+};
 
 /*
  * A connection request: owns the cm_id rdma_cm created for the incoming REQ
@@ -16,8 +44,8 @@ struct ofx_ep;
  */
 struct ofx_cr {
 	struct ofx_obj obj;
-	struct ofx_sp *sp;		/* NULL once orphaned (ofx_cr_orphan) */
-	struct ofx_list sp_link;	/* in sp->crs, guarded by sp->lock */
+	struct ofx_cr_queue *queue;	/* its SP's; NULL once orphaned (ofx_cr_orphan) */
+	struct ofx_list sp_link;	/* in queue->crs, guarded by queue->lock */
 	bool dead;			/* the peer gave up (REJ/timeout) before accept */
 	struct rdma_cm_id *cm_id;
 	struct ofx_ep *ep;		/* provider-created or RSP EP, else NULL */
@@ -37,8 +65,8 @@ DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr, DAT_COUNT pdata_len, const DAT_PVOID 
 /*
  * Moves a pending request to the other PSP of the IA listening on `qual`,
  * which gets a new DAT_CONNECTION_REQUEST_EVENT with a new CR handle; `cr`
- * is freed.  No such PSP: INVALID_PARAMETER/ARG2.  Takes both SPs' locks in
- * address order.
+ * is freed.  No such PSP: INVALID_PARAMETER/ARG2.  Takes both queues' locks
+ * in address order.
  */
 DAT_RETURN ofx_cr_handoff(DAT_CR_HANDLE cr, DAT_CONN_QUAL qual);
 

@@ -2,10 +2,11 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CM
 #include "csp.h"
 #include "cm.h"
-#include "cr.h"
+#include "ep_cm.h"
 #include "ep.h"
+#include "ep_conn.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "pdata.h"
 #include "progress.h"
@@ -16,9 +17,6 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <string.h>
-
-/* REJ reason when nothing listens on the service ID (IB_CM_REJ_INVALID_SERVICE_ID). */
-#define OFX_REJ_NO_LISTENER 8
 
 static uint16_t sa_port(const struct sockaddr *sa)
 {
@@ -75,6 +73,9 @@ static void csp_local_addr(const struct ofx_sp *csp, struct sockaddr_storage *ss
 		((struct sockaddr_in *)ss)->sin_port = htons((uint16_t)csp->conn_qual);
 }
 
+static bool csp_cm_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p);
+static void csp_detach(struct ofx_ep *ep);
+
 DAT_RETURN ofx_csp_create(DAT_IA_HANDLE ia_handle, DAT_COMM *comm, DAT_IA_ADDRESS_PTR addr,
 			  DAT_EVD_HANDLE evd_handle, DAT_CSP_HANDLE *csp_p)
 {
@@ -102,7 +103,7 @@ DAT_RETURN ofx_csp_create(DAT_IA_HANDLE ia_handle, DAT_COMM *comm, DAT_IA_ADDRES
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
 	if (!csp_p)
 		return OFX_INVALID_ARG(5);
-	ret = ofx_sp_create(ia, OFX_OBJ_CSP, port, evd, DAT_PSP_CONSUMER_FLAG, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_CSP, port, evd, DAT_PSP_CONSUMER_FLAG, csp_cm_event, &sp);
 	if (ret == -EADDRINUSE)
 		return OFX_DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE);
 	if (ret)
@@ -140,7 +141,11 @@ DAT_RETURN ofx_csp_free(DAT_CSP_HANDLE csp_handle)
 
 	if (!sp)
 		return ofx_invalid_handle(OFX_OBJ_CSP);
-	/* waiting EPs keep their timers and end with TIMED_OUT */
+	/*
+	 * Every EP pointing at this CSP is on csp_eps.  Waiting EPs keep their
+	 * timers and end with TIMED_OUT; initiators stop retrying (the next
+	 * refusal is final).
+	 */
 	pthread_mutex_lock(&sp->lock);
 	ofx_list_for_each_safe(pos, tmp, &sp->csp_eps) {
 		struct ofx_ep *ep = container_of(pos, struct ofx_ep, csp_link);
@@ -225,23 +230,30 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 		pthread_mutex_unlock(&csp->lock);
 		return status;
 	}
-	memcpy(ep->csp_pdata, pdata, pdata_len);
+	/* no data may come as NULL: memcpy(NULL) is undefined even for 0 bytes */
+	if (pdata_len)
+		memcpy(ep->csp_pdata, pdata, pdata_len);
 	ep->csp_pdata_len = pdata_len;
 	ep->csp = csp;
+	ep->csp_port = (uint16_t)csp->conn_qual;
+	ep->csp_detach = csp_detach;
 	ep->csp_no_listener = false;
 	ep->csp_initiator = ofx_csp_initiates((struct sockaddr *)&local, remote);
+	/* on the list while ep->csp is set, so that csp_free can clear it */
+	ofx_list_add_tail(&csp->csp_eps, &ep->csp_link);
 	if (ep->csp_initiator) {
 		ret = ofx_cm_connect(ep, remote, sa_port(remote), timeout, pdata, pdata_len);
-		if (ret)
+		if (ret) {
+			ofx_list_del(&ep->csp_link);
 			ep->csp = NULL;
+		}
 	} else {
 		/* wait for the peer's REQ on our CSP */
 		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
 		memcpy(&ep->remote_addr, remote, remote->sa_family == AF_INET6 ?
 		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
 		ep->remote_qual = sa_port(remote);
-		ep->state = OFX_EP_ACTIVE_PENDING;
-		ofx_list_add_tail(&csp->csp_eps, &ep->csp_link);
+		ofx_ep_conn_move(ep, OFX_EP_ACTIVE_PENDING);
 		if (timeout != DAT_TIMEOUT_INFINITE)
 			ofx_cm_arm_conn_timer(ep, timeout);
 	}
@@ -260,58 +272,58 @@ static struct rdma_cm_id *csp_refuse(struct rdma_cm_id *id, const char *why)
 	return id;
 }
 
-struct rdma_cm_id *ofx_csp_connect_request(struct ofx_sp *sp, struct rdma_cm_event *ev)
+/* A REQ on a CSP; returns an id to destroy after the ack. */
+static struct rdma_cm_id *csp_connect_request(struct ofx_sp *sp, struct rdma_cm_event *ev)
 {
 	const void *data = ev->param.conn.private_data;
 	int len = data ? ev->param.conn.private_data_len : 0;
 	struct sockaddr *src = rdma_get_peer_addr(ev->id);
 	struct ofx_list *pos, *tmp;
-	struct ofx_cr cr = { 0 };
+	struct ofx_conn_req req = { 0 };
 	struct ofx_ep *ep = NULL;
 	int ret;
 
-	if (!len || ofx_pdata_decode(data, len, &cr.hdr) || !(cr.hdr.flags & OFX_PDATA_F_CSP))
+	if (!len || ofx_pdata_decode(data, len, &req.hdr) || !(req.hdr.flags & OFX_PDATA_F_CSP))
 		return csp_refuse(ev->id, "not a common-connect request");
-	cr.has_hdr = true;
+	req.has_hdr = true;
 
 	pthread_mutex_lock(&sp->lock);
 	ofx_list_for_each_safe(pos, tmp, &sp->csp_eps) {
 		struct ofx_ep *cand = container_of(pos, struct ofx_ep, csp_link);
 
-		if (csp_same_peer((struct sockaddr *)&cand->remote_addr, src, cr.hdr.csp_port)) {
+		if (cand->csp_initiator ||
+		    !csp_same_peer((struct sockaddr *)&cand->remote_addr, src, req.hdr.csp_port))
+			continue;
+		/* still waiting: not accepted (cm_id), not timed out or disconnected */
+		pthread_mutex_lock(&cand->lock);
+		if (cand->state == OFX_EP_ACTIVE_PENDING && !cand->cm_id) {
 			ep = cand;
-			ofx_list_del(pos);
 			break;
 		}
+		pthread_mutex_unlock(&cand->lock);
 	}
 	if (!ep) {
 		pthread_mutex_unlock(&sp->lock);
 		return csp_refuse(ev->id, "no ep waits for this peer yet");
 	}
-	pthread_mutex_lock(&ep->lock);
-	ep->csp = NULL;
-	if (ep->state != OFX_EP_ACTIVE_PENDING) {
-		pthread_mutex_unlock(&ep->lock);
-		pthread_mutex_unlock(&sp->lock);
-		return csp_refuse(ev->id, "the waiting ep gave up");
-	}
-	cr.sp = sp;
-	cr.cm_id = ev->id;
-	cr.req_param = ev->param.conn;
-	memcpy(&cr.remote_addr, src, src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-							       : sizeof(struct sockaddr_in));
+	req.local_qual = sp->conn_qual;
+	req.cm_id = ev->id;
+	req.param = ev->param.conn;
+	memcpy(&req.remote_addr, src, src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+								: sizeof(struct sockaddr_in));
 	/* the initiator's data is what this side's ESTABLISHED carries */
-	ep->pdata_len = cr.hdr.consumer_len;
+	ep->pdata_len = req.hdr.consumer_len;
 	memcpy(ep->pdata, data, ep->pdata_len);
-	ep->csp = sp; /* marks the ESTABLISHED event as carrying data */
-	ret = ofx_cm_accept(ep, &cr, ep->csp_pdata, ep->csp_pdata_len);
+	/* ep->csp stays set: it marks the ESTABLISHED event as carrying data */
+	ret = ofx_cm_accept(ep, &req, ep->csp_pdata, ep->csp_pdata_len);
 	if (ret) {
+		ofx_list_del(&ep->csp_link);
 		ep->csp = NULL;
-		ep->state = OFX_EP_DISCONNECTED;
 		ep->pdata_len = 0;
-		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_UNREACHABLE, false);
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_UNREACHABLE,
+				   false);
 	}
-	ep->remote_qual = cr.hdr.csp_port;
+	ep->remote_qual = req.hdr.csp_port;
 	pthread_mutex_unlock(&ep->lock);
 	pthread_mutex_unlock(&sp->lock);
 	if (ret)
@@ -319,45 +331,22 @@ struct rdma_cm_id *ofx_csp_connect_request(struct ofx_sp *sp, struct rdma_cm_eve
 	return NULL;
 }
 
-static void csp_retry_fire(void *arg)
+/*
+ * The handler of a CSP's ids (cm.h): its requests are matched to waiting
+ * EPs and accepted at once, so later events of an id are the EP's.
+ */
+static bool csp_cm_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
-	struct ofx_ep *ep = arg;
-
-	pthread_mutex_lock(&ep->lock);
-	if (ep->state == OFX_EP_ACTIVE_PENDING && ep->csp && !ep->cm_id &&
-	    ofx_cm_restart(ep)) {
-		ep->state = OFX_EP_DISCONNECTED;
-		ep->pdata_len = 0;
-		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_UNREACHABLE, false);
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		*destroy_p = csp_connect_request(ctx, ev);
+		return true;
 	}
-	pthread_mutex_unlock(&ep->lock);
+	/* a CSP keeps no CRs: an id still naming it has no owner */
+	return false;
 }
 
-bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
-{
-	struct ofx_ia *ia = ep->obj.ia;
-
-	if (!ep->csp || !ep->csp_initiator)
-		return false;
-	switch (ev->event) {
-	case RDMA_CM_EVENT_REJECTED:
-		/* our CSP's refusal is consumer-defined; nobody listening is reason 8 */
-		ep->csp_no_listener = ev->status == OFX_REJ_NO_LISTENER;
-		break;
-	case RDMA_CM_EVENT_UNREACHABLE:
-	case RDMA_CM_EVENT_CONNECT_ERROR:
-		break;
-	default:
-		return false;
-	}
-	*destroy_p = ep->cm_id;
-	ep->cm_id = NULL;
-	ofx_progress_timer_arm(ia->progress, &ep->csp_retry_timer,
-			       ia->cfg.csp_retry_ms * 1000ull, csp_retry_fire, ep);
-	return true;
-}
-
-void ofx_csp_detach(struct ofx_ep *ep)
+/* ep->csp_detach (ep.h) */
+static void csp_detach(struct ofx_ep *ep)
 {
 	struct ofx_sp *csp;
 
@@ -368,8 +357,7 @@ void ofx_csp_detach(struct ofx_ep *ep)
 		return;
 	pthread_mutex_lock(&csp->lock);
 	pthread_mutex_lock(&ep->lock);
-	/* a link already taken off the list points at itself: deleting is harmless */
-	if (ep->csp == csp && !ep->csp_initiator)
+	if (ep->csp == csp)
 		ofx_list_del(&ep->csp_link);
 	ep->csp = NULL;
 	pthread_mutex_unlock(&ep->lock);

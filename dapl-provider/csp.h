@@ -33,6 +33,10 @@ struct ofx_ep;
  * DAT_CONNECTION_EVENT_TIMED_OUT, or UNREACHABLE if the last attempt found
  * no CSP at the address.  Both sides get ESTABLISHED carrying the other
  * side's private data.
+ *
+ * Freeing a CSP leaves its EPs alone: one still waiting ends at its timeout,
+ * an initiator stops retrying (its next refusal is final), a connection
+ * made through it stays.  dat_ep_reset and dat_ep_free take an EP off its CSP.
  */
 DAT_RETURN ofx_csp_create(DAT_IA_HANDLE ia, DAT_COMM *comm, DAT_IA_ADDRESS_PTR addr,
 			  DAT_EVD_HANDLE evd, DAT_CSP_HANDLE *csp_p);
@@ -44,18 +48,5 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep, DAT_IA_ADDRESS_PTR remote,
 
 /* True if CSP address `a` initiates towards `b` (the collision rule above). */
 bool ofx_csp_initiates(const struct sockaddr *a, const struct sockaddr *b);
-
-/* Progress thread: a REQ on a CSP; returns an id to destroy after the ack. */
-struct rdma_cm_id *ofx_csp_connect_request(struct ofx_sp *sp, struct rdma_cm_event *ev);
-
-/*
- * Progress thread, ep->lock held: an attempt of an initiating EP failed with
- * `ev`.  Returns true if a retry was scheduled (the id to destroy is put in
- * *destroy_p), false if the failure is final.
- */
-bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p);
-
-/* ep_free / ep_reset: takes the EP off its CSP's waiting list (no EP lock held). */
-void ofx_csp_detach(struct ofx_ep *ep);
 
 #endif

@@ -3,11 +3,8 @@
 #include "dto_inline.h"
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_DTO
-#include "ep.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
-#include "rmr.h"
-#include "srq.h"
 #include "status.h"
 
 #include <stdlib.h>
@@ -19,7 +16,8 @@ _Static_assert(sizeof(DAT_IB_EXTENSION_EVENT_DATA) <=
 	       sizeof(((DAT_EVENT *)0)->event_extension_data),
 	       "IB extension event data must fit in event_extension_data");
 
-int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size, struct ofx_ep *ep)
+int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size,
+			 struct ofx_cookie_owner *owner)
 {
 	uint32_t i;
 
@@ -30,8 +28,11 @@ int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size, struct ofx
 			return -ENOMEM;
 	}
 	for (i = 0; i < size; i++)
-		ring->slots[i].ep = ep;
+		ring->slots[i].ring = ring;
 	ring->size = size;
+	ring->owner = owner;
+	ring->obj = owner ? owner->obj : NULL;
+	atomic_init(&ring->dying, owner && atomic_load(owner->dying));
 	atomic_init(&ring->head, 0);
 	atomic_init(&ring->tail, 0);
 	return 0;
@@ -59,18 +60,12 @@ uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring)
 	return head > tail ? (uint32_t)(head - tail) : 0;
 }
 
-static bool dto_op_is_rtr(uint8_t op)
-{
-	return op == OFX_OP_RTR_SEND || op == OFX_OP_RTR_RECV ||
-	       op == OFX_OP_RTR_WRITE || op == OFX_OP_RTR_READ;
-}
-
 /* Whether a successful receive came from a send with invalidate (see ia.h). */
-static bool dto_recv_invalidated(const struct ofx_ep *ep, const struct ibv_wc *wc)
+static bool dto_recv_invalidated(const struct ofx_cookie_owner *ep, const struct ibv_wc *wc)
 {
 	if (wc->wc_flags & IBV_WC_WITH_INV)
 		return true;
-	return ep->obj.ia && ep->obj.ia->wc_inv_kernel_bit && (wc->wc_flags & IBV_WC_IP_CSUM_OK);
+	return ep->obj->ia && ep->obj->ia->wc_inv_kernel_bit && (wc->wc_flags & IBV_WC_IP_CSUM_OK);
 }
 
 /*
@@ -80,15 +75,15 @@ static bool dto_recv_invalidated(const struct ofx_ep *ep, const struct ibv_wc *w
 #define DTO_WC_INV_FLAGS (IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
 
 /*
- * Tells rmr.c that the peer's send with invalidate freed a window, even for
- * a completion that is dropped afterwards (ep_free): the device's window
- * is free regardless.  The IA, unlike the EP's PZ, outlives freed EPs.
+ * Tells the EP that the peer's send with invalidate freed a window (its
+ * ops tell the RMRs), even for a completion that is dropped afterwards
+ * (ep_free): the device's window is free regardless.
  */
-static void dto_peer_invalidated(const struct ofx_ep *ep, uint8_t op, const struct ibv_wc *wc)
+static void dto_peer_invalidated(struct ofx_cookie_owner *ep, uint8_t op, const struct ibv_wc *wc)
 {
-	if (wc->status == IBV_WC_SUCCESS && (op == OFX_OP_RECV || op == OFX_OP_SRQ_RECV) &&
-	    dto_recv_invalidated(ep, wc))
-		ofx_rmr_peer_invalidated(ep->obj.ia, wc->invalidated_rkey);
+	if (wc->status == IBV_WC_SUCCESS && op == OFX_OP_RECV && dto_recv_invalidated(ep, wc) &&
+	    ep->ops->peer_invalidated)
+		ep->ops->peer_invalidated(ep, wc->invalidated_rkey);
 }
 
 /* Fills the IB extension part of a DAT_IB_DTO_EVENT. */
@@ -106,62 +101,37 @@ static void dto_ext_fill(DAT_EVENT *ev, DAT_IB_EXT_TYPE type, DAT_IB_DTOS op,
 		ext->val.immed.data = (DAT_UINT32)wc->imm_data;
 }
 
-bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
-			 struct ofx_ep **notify_ep_p)
+bool ofx_dto_settle(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
+		    const struct ibv_wc *wc, struct ofx_cookie_owner **notify_p)
+{
+	bool ok = wc->status == IBV_WC_SUCCESS;
+
+	if (atomic_load(ep->dying))
+		return false; /* ep_free: its flushed work is not reported */
+	if (!ok && wc->status != IBV_WC_WR_FLUSH_ERR) {
+		/* the consumer gets the status; the owner's notify reports a broken EP */
+		ofx_dbg("dto error: qp 0x%x op %u status %s vendor_err 0x%x", wc->qp_num, c->op,
+			ibv_wc_status_str(wc->status), wc->vendor_err);
+		*notify_p = ep;
+	} else if (!ok) {
+		ofx_dbg_data("dto flushed: qp 0x%x op %u", wc->qp_num, c->op);
+	}
+	if (c->flags & OFX_COOKIE_F_INTERNAL)
+		return false;
+	if (ok && (c->flags & OFX_COOKIE_F_SUPPRESS))
+		return false;
+	return true;
+}
+
+bool ofx_dto_complete(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
+		      const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_cookie_owner **notify_p)
 {
 	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
 	bool ok = wc->status == IBV_WC_SUCCESS;
-	struct ofx_cookie c;
-	struct ofx_ep *ep;
 
-	if (!slot || !slot->ep) {
-		ofx_warn("completion with no cookie: qp 0x%x status %s", wc->qp_num,
-			 ibv_wc_status_str(wc->status));
-		return false;
-	}
-	/* Copy first: once retired the slot may be reused by the poster. */
-	c = *slot;
-	if (c.op == OFX_OP_SRQ_RECV) {
-		/* the SRQ's slot; the EP is whichever QP took the receive */
-		ep = ofx_srq_recv_done(slot, wc->qp_num);
-		if (!ep) {
-			ofx_dbg("srq receive on qp 0x%x (status %s): no ep any more, dropped",
-				wc->qp_num, ibv_wc_status_str(wc->status));
-			return false;
-		}
-	} else {
-		ep = c.ep;
-	}
-
-	if (dto_op_is_rtr(c.op) || c.op == OFX_OP_SRQ_RECV)
-		; /* ep->rtr_cookie: not in a ring; an SRQ slot is already free */
-	else if (c.op == OFX_OP_RECV)
-		ofx_cookie_ring_retire(&ep->recv_ring, c.seq);
-	else
-		ofx_cookie_ring_retire(&ep->send_ring, c.seq);
-	/* before anything may drop the completion: the window counts its binds */
-	if (c.op == OFX_OP_RMR_BIND && c.rmr)
-		ofx_rmr_bind_done(c.rmr, ok, c.len);
 	if (wc->wc_flags & DTO_WC_INV_FLAGS)
-		dto_peer_invalidated(ep, c.op, wc);
-
-	if (atomic_load(&ep->dying))
-		return false; /* ep_free: its flushed work is not reported */
-	if (!ok && wc->status != IBV_WC_WR_FLUSH_ERR) {
-		/* the consumer gets the status; ofx_ep_dto_notify reports a broken EP */
-		ofx_dbg("dto error: qp 0x%x op %u status %s vendor_err 0x%x", wc->qp_num, c.op,
-			ibv_wc_status_str(wc->status), wc->vendor_err);
-		*notify_ep_p = ep;
-	} else if (!ok) {
-		ofx_dbg_data("dto flushed: qp 0x%x op %u", wc->qp_num, c.op);
-	}
-	if (dto_op_is_rtr(c.op)) {
-		*notify_ep_p = ep;
-		return false;
-	}
-	if (c.flags & OFX_COOKIE_F_INTERNAL)
-		return false;
-	if (ok && (c.flags & OFX_COOKIE_F_SUPPRESS))
+		dto_peer_invalidated(ep, c->op, wc);
+	if (!ofx_dto_settle(ep, c, wc, notify_p))
 		return false;
 
 	/*
@@ -170,26 +140,25 @@ bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_E
 	 */
 	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
 	ev->event_number = DAT_DTO_COMPLETION_EVENT;
-	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
-	dto->user_cookie = c.user;
+	dto->ep_handle = (DAT_EP_HANDLE)ep->obj;
+	dto->user_cookie = c->user;
 	dto->status = ofx_dto_status(wc->status);
 	dto->rmr_context = 0;
 
-	switch (c.op) {
+	switch (c->op) {
 	case OFX_OP_SEND:
 		dto->operation = DAT_DTO_SEND;
-		dto->transfered_length = c.len;
+		dto->transfered_length = c->len;
 		break;
 	case OFX_OP_RDMA_WRITE:
 		dto->operation = DAT_DTO_RDMA_WRITE;
-		dto->transfered_length = c.len;
+		dto->transfered_length = c->len;
 		break;
 	case OFX_OP_RDMA_READ:
 		dto->operation = DAT_DTO_RDMA_READ;
 		dto->transfered_length = ok ? wc->byte_len : 0;
 		break;
 	case OFX_OP_RECV:
-	case OFX_OP_SRQ_RECV:
 		dto->operation = DAT_DTO_RECEIVE;
 		dto->transfered_length = ok ? wc->byte_len : 0;
 		/* wc->opcode and wc_flags are only valid on success */
@@ -204,33 +173,45 @@ bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_E
 			dto->rmr_context = wc->invalidated_rkey;
 		break;
 	case OFX_OP_WRITE_IMM:
-		dto->transfered_length = c.len;
+		dto->transfered_length = c->len;
 		dto_ext_fill(ev, DAT_IB_RDMA_WRITE_IMMED, DAT_IB_DTO_RDMA_WRITE_IMMED, wc, false);
 		break;
 	case OFX_OP_CMP_SWAP:
-		dto->transfered_length = c.len;
+		dto->transfered_length = c->len;
 		dto_ext_fill(ev, DAT_IB_CMP_AND_SWAP, DAT_IB_DTO_CMP_SWAP, wc, false);
 		break;
 	case OFX_OP_FETCH_ADD:
-		dto->transfered_length = c.len;
+		dto->transfered_length = c->len;
 		dto_ext_fill(ev, DAT_IB_FETCH_AND_ADD, DAT_IB_DTO_FETCH_ADD, wc, false);
 		break;
-	case OFX_OP_RMR_BIND:
-		/* the RMR may be freed by now: only its handle value is used */
-		memset(&ev->event_data, 0, sizeof(ev->event_data));
-		ev->event_number = DAT_RMR_BIND_COMPLETION_EVENT;
-		ev->event_data.rmr_completion_event_data.rmr_handle = (DAT_RMR_HANDLE)c.rmr;
-		ev->event_data.rmr_completion_event_data.user_cookie.as_64 = c.user.as_64;
-		ev->event_data.rmr_completion_event_data.status = ofx_dto_status(wc->status);
-		break;
 	default:
-		ofx_warn("completion for unknown cookie op %u: qp 0x%x", c.op, wc->qp_num);
+		ofx_warn("completion for unknown cookie op %u: qp 0x%x", c->op, wc->qp_num);
 		return false;
 	}
 	return true;
 }
 
-bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p)
+bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
+			 struct ofx_cookie_owner **notify_p)
 {
-	return ofx_dto_convert_inline(wc, ev, notify_ep_p);
+	struct ofx_cookie c;
+
+	if (!slot ||
+	    (slot->flags & OFX_COOKIE_F_OWNER ? !slot->owner : !slot->ring || !slot->ring->owner)) {
+		ofx_warn("completion with no cookie: qp 0x%x status %s", wc->qp_num,
+			 ibv_wc_status_str(wc->status));
+		return false;
+	}
+	/* Copy first: once retired the slot may be reused by the poster. */
+	c = *slot;
+	if (c.ring)
+		ofx_cookie_ring_retire(c.ring, c.seq);
+	if (c.flags & OFX_COOKIE_F_OWNER)
+		return c.owner->ops->complete(c.owner, slot, &c, wc, ev, notify_p);
+	return ofx_dto_complete(c.ring->owner, &c, wc, ev, notify_p);
+}
+
+bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_cookie_owner **notify_p)
+{
+	return ofx_dto_convert_inline(wc, ev, notify_p);
 }

@@ -8,9 +8,9 @@
 #include <infiniband/verbs.h>
 #include <dat2/udat.h>
 
-struct ofx_ep;
-struct ofx_rmr;
-struct ofx_srq;
+struct ofx_obj;
+struct ofx_cookie;
+struct ofx_cookie_owner;
 
 /*
  * A cookie describes one posted work request; wr_id is its address.  Each EP
@@ -24,6 +24,12 @@ struct ofx_srq;
  * retires every slot up to s, including unsignaled ones (selective
  * signalling).  The poster forces a signal (OFX_COOKIE_F_INTERNAL: no
  * consumer event) when half the ring is unsignaled so that it never fills.
+ *
+ * Completions are converted here for the consumer's DTOs alone (the ops
+ * below, inline for the common ones: dto_inline.h).  Any other work request
+ * is its owner's (OFX_COOKIE_F_OWNER): the cookie names a struct
+ * ofx_cookie_owner, whose ops complete it.  The completion layer knows no
+ * owner by name: an EP, an RMR, an SRQ and XRC each bring their own ops.
  */
 enum ofx_cookie_op {
 	/* the first four in DAT_DTOS order: their completion's operation is the op itself */
@@ -34,31 +40,66 @@ enum ofx_cookie_op {
 	OFX_OP_WRITE_IMM,	/* IB extension: RDMA write with immediate */
 	OFX_OP_CMP_SWAP,	/* IB extension */
 	OFX_OP_FETCH_ADD,	/* IB extension */
-	OFX_OP_RTR_SEND,	/* p2p ready-to-receive, never reported */
-	OFX_OP_RTR_RECV,
-	OFX_OP_RTR_WRITE,
-	OFX_OP_RTR_READ,
-	OFX_OP_RMR_BIND,	/* memory window bind or invalidate (rmr.c) */
-	OFX_OP_SRQ_RECV,	/* receive posted on an SRQ: the slot is the SRQ's (srq.h) */
 };
 
 enum ofx_cookie_flags {
 	OFX_COOKIE_F_SUPPRESS = 1 << 0,	/* consumer asked for no event on success */
 	OFX_COOKIE_F_INTERNAL = 1 << 1,	/* provider's own WR: never a consumer event */
+	OFX_COOKIE_F_OWNER = 1 << 2,	/* owner's WR: owner->ops completes it, op is the owner's */
 };
 
+/*
+ * What an owner of work requests does with their completions.  Every hook
+ * runs in whichever thread polls the CQ.
+ */
+struct ofx_cookie_ops {
+	/*
+	 * An OFX_COOKIE_F_OWNER completion, under the EVD lock: the contract of
+	 * ofx_dto_convert_any.  `c` is a copy of the slot, taken before its
+	 * ring retired it (a ring slot may be reused at once); `slot` is the
+	 * cookie itself, for an owner whose cookies live in its own memory.
+	 * A cookie in a ring (c->ring) has been retired already.
+	 */
+	bool (*complete)(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
+			 const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+			 struct ofx_cookie_owner **notify_p);
+	/*
+	 * The follow-up a conversion asked for with *notify_p (an RTR
+	 * arrived, an error on a live EP).  Called without EVD locks; the EVD
+	 * counts it in flight (ofx_evd_wait_notify_idle).
+	 */
+	void (*notify)(struct ofx_cookie_owner *owner, const struct ibv_wc *wc);
+	/*
+	 * A receive of the owner's completed from the peer's send with
+	 * invalidate of `rkey` (a window of ours, maybe), even when the
+	 * completion is dropped afterwards.  Under the EVD lock.
+	 */
+	void (*peer_invalidated)(struct ofx_cookie_owner *owner, uint32_t rkey);
+};
+
+/*
+ * Whose work requests cookies are: embedded in the owner, which
+ * container_of()s back from it.  The owner of a ring (an EP) also says what
+ * its DTO events name and when they stop being reported; an owner of its
+ * own work requests only (an RMR, an SRQ) leaves obj and dying NULL.
+ */
+struct ofx_cookie_owner {
+	const struct ofx_cookie_ops *ops;
+	struct ofx_obj *obj;		/* ring owner: ep_handle of its DTO events */
+	const _Atomic bool *dying;	/* ring owner: set, its completions are dropped */
+};
+
+struct ofx_cookie_ring;
+
 struct ofx_cookie {
-	union {
-		struct ofx_ep *ep;
-		struct ofx_srq *srq;	/* OFX_OP_SRQ_RECV: the EP comes from wc->qp_num */
-	};
+	struct ofx_cookie_ring *ring;	/* the slot's ring (set at init); NULL outside rings */
 	DAT_DTO_COOKIE user;
 	uint64_t seq;
 	uint32_t len;		/* posted total (sends/writes report this); RMR bind: old rkey */
-	uint8_t op;		/* enum ofx_cookie_op */
+	uint8_t op;		/* enum ofx_cookie_op; with OFX_COOKIE_F_OWNER the owner's */
 	uint8_t flags;		/* enum ofx_cookie_flags */
 	uint8_t nsge;		/* recv: segments saved in the EP's recv_sges */
-	struct ofx_rmr *rmr;	/* OFX_OP_RMR_BIND: the window; NULL for an internal invalidate */
+	struct ofx_cookie_owner *owner;	/* OFX_COOKIE_F_OWNER: whose work request it is */
 };
 
 struct ofx_cookie_ring {
@@ -67,9 +108,22 @@ struct ofx_cookie_ring {
 	uint32_t unsignaled;	/* producer only: unsignaled posts since last signal */
 	_Atomic uint64_t head;	/* next sequence to hand out (producer) */
 	_Atomic uint64_t tail;	/* oldest not yet retired (retirer) */
+	/*
+	 * The completion side's: whose DTOs the ring's are, and, next to
+	 * tail so that a completion reads them with no pointer chase, the
+	 * owner's obj and a copy of its dying flag (ofx_cookie_ring_set_dying).
+	 */
+	struct ofx_cookie_owner *owner;
+	struct ofx_obj *obj;
+	_Atomic bool dying;
 };
 
-int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size, struct ofx_ep *ep);
+/*
+ * `owner` (obj and dying set) may be NULL for a ring whose completions are
+ * never converted.
+ */
+int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size,
+			 struct ofx_cookie_owner *owner);
 void ofx_cookie_ring_fini(struct ofx_cookie_ring *ring);
 /* Forgets every outstanding slot (after the QP was reset). */
 void ofx_cookie_ring_reset(struct ofx_cookie_ring *ring);
@@ -120,22 +174,42 @@ static inline void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t
 
 uint32_t ofx_cookie_ring_outstanding(const struct ofx_cookie_ring *ring);
 
+/* The owner's dying flag changed: the ring's copy follows (the owner sets both). */
+static inline void ofx_cookie_ring_set_dying(struct ofx_cookie_ring *ring, bool dying)
+{
+	atomic_store(&ring->dying, dying);
+}
+
 /*
  * Converts one work completion into a DAT event.  Returns true and fills `ev`
  * (all fields except evd_handle) when the consumer must see it; false for
  * internal and suppressed-success completions.  Retires the cookie's ring.
- * When the completion needs EP-level follow-up (RTR arrival, an error on a
- * live EP) `*notify_ep_p` is set and the caller must call
- * ofx_ep_dto_notify(ep, wc) *after* dropping its EVD lock.
+ * When the completion needs follow-up by its owner (RTR arrival, an error on
+ * a live EP) `*notify_p` is set and the caller must call
+ * (*notify_p)->ops->notify(*notify_p, wc) *after* dropping its EVD lock.
  */
-bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_ep **notify_ep_p);
+bool ofx_dto_convert(const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_cookie_owner **notify_p);
 /*
  * The same for any completion, the rare kinds included (errors and flushes,
- * suppressed and internal work, RTR, SRQ receives, extension operations,
- * binds); ofx_dto_convert_inline (dto_inline.h) calls it for everything
+ * suppressed and internal work, extension operations, owners' work
+ * requests); ofx_dto_convert_inline (dto_inline.h) calls it for everything
  * but the common case.  `slot` is wc->wr_id.
  */
 bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_EVENT *ev,
-			 struct ofx_ep **notify_ep_p);
+			 struct ofx_cookie_owner **notify_p);
+
+/*
+ * For owners' complete ops.  ofx_dto_settle: the common end of a completion
+ * of work on `ep`'s queues (a ring owner): false when it is not reported
+ * (the owner dying, an internal cookie, a suppressed success); an error on
+ * it (not a flush) sets *notify_p = ep.  ofx_dto_complete: a consumer DTO
+ * (c->op one of enum ofx_cookie_op) done on `ep`, converted as any in a
+ * ring of its (a shared receive queue's receive: the ring's work is
+ * retired by the caller).
+ */
+bool ofx_dto_settle(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
+		    const struct ibv_wc *wc, struct ofx_cookie_owner **notify_p);
+bool ofx_dto_complete(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
+		      const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_cookie_owner **notify_p);
 
 #endif

@@ -4,8 +4,9 @@
 
 /*
  * The data-path half of ofx_dto_convert(), inline so that the CQ drain loop
- * (evd.c) converts the common completion without a call.  It needs struct
- * ofx_ep, which dto.h cannot include (ep.h includes dto.h).
+ * (evd.c) converts the common completion without a call.  A consumer DTO's
+ * cookie finds everything in its ring: the tail to retire, the owner's obj
+ * for the event's ep_handle and the copy of its dying flag.
  */
 
 #include <stdatomic.h>
@@ -14,7 +15,6 @@
 #include <infiniband/verbs.h>
 #include <dat2/udat.h>
 #include "dto.h"
-#include "ep.h"
 #include "obj.h"
 
 /*
@@ -32,7 +32,8 @@ _Static_assert(OFX_OP_SEND == (int)DAT_DTO_SEND && OFX_OP_RDMA_WRITE == (int)DAT
  * Whether a completion is the common kind: a success of a consumer's send,
  * RDMA write or read, or of a receive without immediate data or
  * invalidation, with no cookie flag (suppressed successes are not reported,
- * internal WRs never).  A receive's wc->opcode is valid here: on success.
+ * internal WRs never, owners' WRs are their owners' to convert).  A
+ * receive's wc->opcode is valid here: on success.
  */
 static inline bool dto_is_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot)
 {
@@ -53,18 +54,18 @@ static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_c
 {
 	DAT_DTO_COMPLETION_EVENT_DATA *dto = &ev->event_data.dto_completion_event_data;
 	/* read before the retire (a release store): the poster may reuse the slot */
-	struct ofx_ep *ep = slot->ep;
+	struct ofx_cookie_ring *ring = slot->ring;
 	DAT_DTO_COOKIE user = slot->user;
 	uint32_t len = slot->len;
 	uint8_t op = slot->op;
 
-	ofx_cookie_ring_retire(op == OFX_OP_RECV ? &ep->recv_ring : &ep->send_ring, slot->seq);
-	if (ofx_unlikely(atomic_load(&ep->dying)))
+	ofx_cookie_ring_retire(ring, slot->seq);
+	if (ofx_unlikely(atomic_load(&ring->dying)))
 		return false; /* ep_free: its flushed work is not reported */
 
 	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
 	ev->event_number = DAT_DTO_COMPLETION_EVENT;
-	dto->ep_handle = (DAT_EP_HANDLE)&ep->obj;
+	dto->ep_handle = (DAT_EP_HANDLE)ring->obj;
 	dto->user_cookie = user;
 	dto->status = DAT_DTO_SUCCESS;
 	dto->rmr_context = 0;
@@ -76,14 +77,14 @@ static inline bool dto_convert_plain(const struct ibv_wc *wc, const struct ofx_c
 
 /* ofx_dto_convert() (dto.h), inline. */
 static inline bool ofx_dto_convert_inline(const struct ibv_wc *wc, DAT_EVENT *ev,
-					  struct ofx_ep **notify_ep_p)
+					  struct ofx_cookie_owner **notify_p)
 {
 	struct ofx_cookie *slot = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 
-	*notify_ep_p = NULL;
+	*notify_p = NULL;
 	if (ofx_likely(dto_is_plain(wc, slot)))
 		return dto_convert_plain(wc, slot, ev);
-	return ofx_dto_convert_any(wc, slot, ev, notify_ep_p);
+	return ofx_dto_convert_any(wc, slot, ev, notify_p);
 }
 
 #endif

@@ -1,20 +1,22 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EP
 #include "ep.h"
+#include "ep_conn.h"
+#include "ep_recv.h"
+#include "ep_transport.h"
+#include "lock.h"
 #include "cm.h"
-#include "cr.h"
-#include "csp.h"
+#include "ep_cm.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "progress.h"
 #include "pz.h"
 #include "rmr.h"
-#include "sp.h"
 #include "srq.h"
 #include "status.h"
 #include "verbs.h"
-#include "xrc.h"
+#include "ep_xrc.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -99,9 +101,11 @@ static int ep_dto_limit(const struct ofx_ia *ia)
 	return limit;
 }
 
-/* Checks consumer EP attributes against the device (INVALID_PARAMETER/ARG6). */
-static int ep_check_attr(const struct ofx_ia *ia, const DAT_EP_ATTR *a, bool has_recv_evd,
-			 bool has_req_evd, bool has_srq)
+/*
+ * Checks consumer EP attributes against the device (INVALID_PARAMETER/ARG6);
+ * the receive variant checks its own side (ep_recv.h).
+ */
+static int ep_check_attr(const struct ofx_ia *ia, const DAT_EP_ATTR *a, bool has_req_evd)
 {
 	const struct ibv_device_attr *dev = &ia->dev_attr;
 	int dto_limit = ep_dto_limit(ia);
@@ -115,18 +119,9 @@ static int ep_check_attr(const struct ofx_ia *ia, const DAT_EP_ATTR *a, bool has
 		ofx_err("ep attr: negative limit");
 		return -EINVAL;
 	}
-	if (!has_srq && ((a->max_recv_dtos > 0) != has_recv_evd)) {
-		ofx_err("ep attr: max_recv_dtos %d does not match recv evd %s", a->max_recv_dtos,
-			has_recv_evd ? "given" : "absent");
-		return -EINVAL;
-	}
 	if ((a->max_request_dtos > 0) != has_req_evd) {
 		ofx_err("ep attr: max_request_dtos %d does not match request evd %s",
 			a->max_request_dtos, has_req_evd ? "given" : "absent");
-		return -EINVAL;
-	}
-	if (has_recv_evd && !has_srq && a->max_recv_iov <= 0) {
-		ofx_err("ep attr: max_recv_iov must be > 0 with a recv evd");
 		return -EINVAL;
 	}
 	if (a->max_recv_dtos > dto_limit || a->max_request_dtos > dto_limit ||
@@ -173,43 +168,38 @@ static int ep_parse_p2p_attr(const DAT_EP_ATTR *a, enum ofx_tristate *p2p_p)
 	return 0;
 }
 
-static struct ibv_cq *ep_cq(struct ofx_ia *ia, struct ofx_evd *evd)
-{
-	return evd && evd->cq ? evd->cq : ia->empty_cq;
-}
-
 static int ep_create_qp(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
 	struct ibv_qp_init_attr_ex init = {
 		.qp_context = ep,
-		.send_cq = ep_cq(ia, ep->req_evd),
-		.recv_cq = ep_cq(ia, ep->recv_evd),
+		.send_cq = ofx_evd_qp_cq(ia, ep->req_evd),
+		.recv_cq = ofx_evd_qp_cq(ia, ep->recv_evd),
 		.cap = {
 			/* +1: room for the provider's RTR on either queue */
 			.max_send_wr = ep->attr.max_request_dtos + 1,
-			.max_recv_wr = ep->srq ? 0 : ep->attr.max_recv_dtos + 1,
 			.max_send_sge = ep->attr.max_request_iov ? ep->attr.max_request_iov : 1,
-			.max_recv_sge = ep->srq ? 0 :
-					ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1,
 			.max_inline_data = ia->max_inline,
 		},
-		.srq = ep->srq ? ep->srq->srq : NULL,
 		.qp_type = IBV_QPT_RC,
 		.sq_sig_all = 0,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = ep->pz->pd,
 	};
 
+	ep->recv->qp_init(ep, &init);
+	errno = 0;
 	ep->qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
 	if (!ep->qp) {
-		int ret = -errno;
+		/* libsiw fails some creations without setting errno: say so */
+		int ret = errno ? -errno : -ENOMEM;
 
-		ofx_err("create rc qp on %s (send %u recv %u sge %u/%u inline %u): %m",
+		ofx_err("create rc qp on %s (send %u recv %u sge %u/%u inline %u): %s",
 			ibv_get_device_name(ia->verbs->device), init.cap.max_send_wr,
 			init.cap.max_recv_wr, init.cap.max_send_sge, init.cap.max_recv_sge,
-			init.cap.max_inline_data);
-		return ret ? ret : -ENOMEM;
+			init.cap.max_inline_data,
+			errno ? strerror(errno) : "failed, no errno from the device library");
+		return ret;
 	}
 	ep->max_inline = init.cap.max_inline_data;
 	ofx_dbg("ep %p qp 0x%x created", (void *)ep, ep->qp->qp_num);
@@ -221,12 +211,13 @@ static int ep_init_rings(struct ofx_ep *ep)
 	int ret;
 	uint32_t sges = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
 	/* an SRQ EP's receives live in the SRQ's slots: no recv ring */
-	uint32_t recv_slots = ep->srq ? 0 : ep->attr.max_recv_dtos + 1;
+	uint32_t recv_slots = (uint32_t)ep->recv->own_wrs(ep);
 
-	ret = ofx_cookie_ring_init(&ep->send_ring, ep->attr.max_request_dtos + 1, ep);
+	ret = ofx_cookie_ring_init(&ep->send_ring, ep->attr.max_request_dtos + 1,
+				   &ep->cookie_owner);
 	if (ret)
 		return ret;
-	ret = ofx_cookie_ring_init(&ep->recv_ring, recv_slots, ep);
+	ret = ofx_cookie_ring_init(&ep->recv_ring, recv_slots, &ep->cookie_owner);
 	if (ret)
 		goto err_send;
 	if (!recv_slots)
@@ -249,7 +240,7 @@ err_send:
 static int ep_recv_cqes(const struct ofx_ep *ep)
 {
 	/* an SRQ EP's receives are the SRQ's (not accounted here) */
-	return ep->srq ? 0 : ep->attr.max_recv_dtos + 1;
+	return ep->recv->own_wrs(ep);
 }
 
 static int ep_req_cqes(const struct ofx_ep *ep)
@@ -257,20 +248,38 @@ static int ep_req_cqes(const struct ofx_ep *ep)
 	return ep->attr.max_request_dtos + 1;
 }
 
-static void ep_take_refs(struct ofx_ep *ep)
+/*
+ * References to the PZ and EVDs, and room in the EVDs' CQs for every
+ * completion the EP can have outstanding.  Taken before the QP is created,
+ * which must land on a CQ that already counts it (ofx_evd_reserve_cqes).
+ * Takes nothing on failure.
+ */
+static int ep_take_refs(struct ofx_ep *ep)
 {
-	if (ep->pz)
-		atomic_fetch_add(&ep->pz->refs, 1);
+	int ret;
+
 	if (ep->recv_evd) {
-		ofx_evd_get(ep->recv_evd);
-		ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+		ret = ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+		if (ret)
+			return ret;
 	}
 	if (ep->req_evd) {
-		ofx_evd_get(ep->req_evd);
-		ofx_evd_reserve_cqes(ep->req_evd, ep_req_cqes(ep));
+		ret = ofx_evd_reserve_cqes(ep->req_evd, ep_req_cqes(ep));
+		if (ret) {
+			if (ep->recv_evd)
+				ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+			return ret;
+		}
 	}
+	if (ep->pz)
+		atomic_fetch_add(&ep->pz->refs, 1);
+	if (ep->recv_evd)
+		ofx_evd_get(ep->recv_evd);
+	if (ep->req_evd)
+		ofx_evd_get(ep->req_evd);
 	if (ep->conn_evd)
 		ofx_evd_get(ep->conn_evd);
+	return 0;
 }
 
 static void ep_drop_refs(struct ofx_ep *ep)
@@ -297,8 +306,35 @@ static void ep_fini_rings(struct ofx_ep *ep)
 	ofx_cookie_ring_fini(&ep->send_ring);
 }
 
+/* The QP and its SRQ membership.  On failure nothing of it is left. */
+static int ep_build_qp(struct ofx_ep *ep)
+{
+	int ret;
+
+	ret = ep_create_qp(ep);
+	if (ret)
+		return ret;
+	ret = ep->recv->qp_added(ep);
+	if (ret)
+		goto err_destroy_qp;
+	return 0;
+
+err_destroy_qp:
+	if (ofx_verbs->destroy_qp(ep->qp))
+		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep->qp = NULL;
+	return ret;
+}
+
+/* The cookie rings exist: the EP took its queue sizes (ep_attach). */
+static bool ep_attached(const struct ofx_ep *ep)
+{
+	return ep->send_ring.slots != NULL;
+}
+
 /*
- * Builds what an attached EP owns: cookie rings, the QP and its SRQ or XRC
+ * Builds what an attached EP owns: cookie rings, its XRC state (made once)
+ * and, unless its transport makes one per connection, the QP with its SRQ
  * membership.  An EP made without a PZ (by the consumer, or by the provider
  * for a DAT_PSP_PROVIDER_FLAG PSP) has none of it until connect or accept,
  * so that dat_ep_modify can still change the PZ, EVDs and queue sizes.
@@ -311,32 +347,85 @@ static int ep_attach(struct ofx_ep *ep)
 	ret = ep_init_rings(ep);
 	if (ret)
 		return ret;
-	ret = ep_create_qp(ep);
+	/* what the QP grants lowers it; XRC sends check the INI QP's grant */
+	ep->max_inline = ia->max_inline;
+	if (ia->xrc) {
+		ret = ofx_xrc_ep_create(ep);
+		if (ret)
+			goto err_rings;
+	}
+	/* the one place that asks which transport the EP has */
+	ep->transport = ep->xrc ? &ofx_xrc_ep_transport : &ofx_ep_rc_transport;
+	if (ep->transport->qp_per_connection)
+		return 0;
+	ret = ep_build_qp(ep);
 	if (ret)
 		goto err_rings;
-	ep->rtr_cookie.ep = ep;
-	if (ep->srq)
-		ret = ofx_srq_ep_add(ep->srq, ep);
-	else if (ia->xrc)
-		ret = ofx_xrc_ep_create(ep);
-	if (ret)
-		goto err_destroy_qp;
 	return 0;
 
-err_destroy_qp:
-	if (ofx_verbs->destroy_qp(ep->qp))
-		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
-	ep->qp = NULL;
 err_rings:
 	ep_fini_rings(ep);
 	return ret;
+}
+
+int ofx_ep_qp_open(struct ofx_ep *ep)
+{
+	ofx_lock_assert_held(&ep->lock);
+	return ep->qp ? 0 : ep_create_qp(ep);
+}
+
+/*
+ * Takes the QP off the EP (windows, SRQ, inline grant) for the caller to
+ * destroy with ep->lock dropped: ibv_destroy_qp waits for the QP's async
+ * events to be acknowledged, and their handler takes ep->lock.
+ */
+static struct ibv_qp *ep_qp_unhook(struct ofx_ep *ep)
+{
+	struct ibv_qp *old = ep->qp;
+
+	ofx_lock_assert_held(&ep->lock);
+	ofx_rmr_ep_gone(&ep->cookie_owner);
+	ep->recv->qp_removed(ep);
+	ep->qp = NULL;
+	ep->max_inline = ep->obj.ia->max_inline;
+	return old;
+}
+
+int ofx_ep_qp_renew_unused(struct ofx_ep *ep)
+{
+	struct ibv_qp *old;
+
+	ofx_lock_assert_held(&ep->lock);
+	/* a receive on the old QP would be lost with it */
+	if (!ep->qp || atomic_load(&ep->recv_live))
+		return -EBUSY;
+	old = ep_qp_unhook(ep);
+	pthread_mutex_unlock(&ep->lock);
+	if (ofx_verbs->destroy_qp(old))
+		ofx_warn("destroy qp 0x%x for a retry: %m", old->qp_num);
+	pthread_mutex_lock(&ep->lock);
+	return ep_build_qp(ep);
+}
+
+void ofx_ep_qp_close(struct ofx_ep *ep)
+{
+	struct ibv_qp *old;
+
+	ofx_lock_assert_held(&ep->lock);
+	if (!ep->qp)
+		return;
+	ofx_dbg("ep %p: qp 0x%x not needed (the connection runs over %s)", (void *)ep,
+		ep->qp->qp_num, ep->transport->name);
+	old = ep_qp_unhook(ep);
+	if (ofx_verbs->destroy_qp(old))
+		ofx_warn("destroy qp 0x%x: %m", old->qp_num);
 }
 
 DAT_RETURN ofx_ep_attach(struct ofx_ep *ep)
 {
 	int ret;
 
-	if (ep->qp)
+	if (ep_attached(ep))
 		return DAT_SUCCESS;
 	if (!ep->pz) {
 		ofx_info("ep %p has no pz: set one with dat_ep_modify first", (void *)ep);
@@ -372,17 +461,22 @@ static struct ofx_ep *ep_alloc(struct ofx_ia *ia, const DAT_EP_ATTR *attr)
 	else
 		ep_default_attr(ia, &ep->attr);
 	ep->obj.ia = ia;
-	ep->state = OFX_EP_UNCONNECTED;
+	ofx_ep_cookie_owner_init(ep);
+	ofx_ep_conn_init(ep, OFX_EP_UNCONNECTED);
+	ep->transport = &ofx_ep_rc_transport;	/* until ep_attach says XRC */
+	ep->recv = &ofx_ep_rq_recv;		/* ep_create_with_srq says SRQ */
 	ofx_list_init(&ep->csp_link);
 	ep->soft_hw = DAT_WATERMARK_INFINITE;
 	ep->hard_hw = DAT_WATERMARK_INFINITE;
 	pthread_mutex_init(&ep->lock, NULL);
+	ofx_waiter_init(&ep->lastwqe_wait);
 	return ep;
 }
 
 /* Undoes ep_alloc (nothing attached, nothing referenced). */
 static void ep_discard(struct ofx_ep *ep)
 {
+	ofx_waiter_fini(&ep->lastwqe_wait);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
@@ -414,6 +508,7 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_ep *ep;
 	DAT_RETURN status;
+	int ret;
 
 	if (!ia)
 		return ofx_invalid_handle(OFX_OBJ_IA);
@@ -434,27 +529,35 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	ep = ep_alloc(ia, attr);
 	if (!ep)
 		return ofx_dat_status(-ENOMEM, OFX_OBJ_EP);
+	/* the one place that chooses the receive variant (ep_recv.h) */
+	ep->recv = srq ? &ofx_ep_srq_recv : &ofx_ep_rq_recv;
+	ep->srq = srq;
 	if (ep_parse_p2p_attr(&ep->attr, &ep->p2p_attr) ||
-	    ep_check_attr(ia, &ep->attr, recv_evd, req_evd, srq != NULL) ||
-	    (srq && ep->p2p_attr == OFX_ON)) {
+	    ep_check_attr(ia, &ep->attr, req_evd) ||
+	    ep->recv->check(ep, pz, recv_evd, &ep->attr) ||
+	    (!ep->recv->rtr_recv && ep->p2p_attr == OFX_ON)) {
 		ep_discard(ep);
 		return srq ? OFX_INVALID_ARG(7) : OFX_INVALID_ARG(6);
 	}
-	if (srq)
+	if (!ep->recv->rtr_recv)
 		ep->p2p_attr = OFX_OFF;
 	ep_forget_named_attrs(ep);
-	ep->srq = srq;
 	ep->pz = pz;
 	ep->recv_evd = recv_evd;
 	ep->req_evd = req_evd;
 	ep->conn_evd = conn_evd;
 
+	ret = ep_take_refs(ep);
+	if (ret) {
+		ep_discard(ep);
+		return ofx_dat_status(ret, OFX_OBJ_EP);
+	}
 	status = pz ? ofx_ep_attach(ep) : DAT_SUCCESS;
 	if (status != DAT_SUCCESS) {
+		ep_drop_refs(ep);
 		ep_discard(ep);
 		return status;
 	}
-	ep_take_refs(ep);
 	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
 	*ep_p = ep;
 	return DAT_SUCCESS;
@@ -467,7 +570,7 @@ struct ofx_ep *ofx_ep_create_tentative(struct ofx_ia *ia)
 	if (!ep)
 		return NULL;
 	ep->p2p_attr = OFX_AUTO;
-	ep->state = OFX_EP_TENTATIVE_PENDING;
+	ofx_ep_conn_init(ep, OFX_EP_TENTATIVE_PENDING);
 	ep->provider_created = true;
 	ofx_obj_init(&ep->obj, OFX_OBJ_EP, ia);
 	return ep;
@@ -551,7 +654,7 @@ DAT_RETURN ofx_ep_query(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask, DAT_EP_
 	param->recv_evd_handle = ep->recv_evd ? (DAT_EVD_HANDLE)ep->recv_evd : DAT_HANDLE_NULL;
 	param->request_evd_handle = ep->req_evd ? (DAT_EVD_HANDLE)ep->req_evd : DAT_HANDLE_NULL;
 	param->connect_evd_handle = ep->conn_evd ? (DAT_EVD_HANDLE)ep->conn_evd : DAT_HANDLE_NULL;
-	param->srq_handle = ep->srq ? (DAT_SRQ_HANDLE)ep->srq : DAT_HANDLE_NULL;
+	param->srq_handle = (DAT_SRQ_HANDLE)ep->srq;	/* srq: the handle (NULL: none) */
 	param->ep_attr = ep->attr;
 
 	param->ep_attr.ep_provider_specific_count = OFX_EP_QUERY_ATTRS;
@@ -621,40 +724,54 @@ static DAT_RETURN ep_modify_config(const struct ofx_ep *ep, DAT_EP_PARAM_MASK ma
 	    ep_evd_arg(param->connect_evd_handle, DAT_EVD_CONNECTION_FLAG, &cfg->conn_evd))
 		return OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_EVD_CONN);
 	ep_apply_attr_mask(&cfg->attr, &param->ep_attr, mask);
-	if ((ep->srq && (cfg->pz != ep->srq->pz || !cfg->recv_evd)) ||
-	    ep_check_attr(ep->obj.ia, &cfg->attr, cfg->recv_evd, cfg->req_evd, ep->srq != NULL))
+	if (ep->recv->check(ep, cfg->pz, cfg->recv_evd, &cfg->attr) ||
+	    ep_check_attr(ep->obj.ia, &cfg->attr, cfg->req_evd))
 		return OFX_INVALID_ARG(3);
 	return DAT_SUCCESS;
 }
 
 /*
- * An attached EP that never connected (or was reset) gives its QP up so
- * that the next connect or accept builds one to the new configuration.
- * Held receives would be lost, and an SRQ or XRC EP's QP is registered
- * elsewhere: those keep their QP.  ep->lock held.
+ * An attached EP that never connected (or was reset) gives its QP and
+ * rings up so that the next connect or accept builds them to the new
+ * configuration.  Held receives would be lost, and an SRQ EP's QP is
+ * registered with the SRQ: those keep their QP.  An XRC EP keeps its XRC
+ * state (ep_attach makes it once).  ep->lock held.
  */
 static DAT_RETURN ep_detach(struct ofx_ep *ep)
 {
-	if (!ep->qp)
+	struct ibv_qp *old;
+	const char *why;
+
+	ofx_lock_assert_held(&ep->lock);
+	if (!ep_attached(ep))
 		return DAT_SUCCESS;
-	if (ep->srq || ep->xrc || ofx_cookie_ring_outstanding(&ep->recv_ring)) {
-		ofx_info("ep %p: cannot rebuild qp 0x%x (%s)", (void *)ep, ep->qp->qp_num,
-			 ep->srq ? "srq ep" : ep->xrc ? "xrc ep" : "receives posted");
+	why = ep->recv->keeps_qp(ep);
+	if (why) {
+		ofx_info("ep %p: cannot rebuild qp 0x%x (%s)", (void *)ep, ofx_ep_qp_num(ep), why);
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
-	ofx_rmr_ep_gone(ep);
-	if (ofx_verbs->destroy_qp(ep->qp))
-		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
-	ep->qp = NULL;
+	old = ep_qp_unhook(ep);
+	if (old && ofx_verbs->destroy_qp(old))
+		ofx_warn("destroy qp 0x%x: %m", old->qp_num);
 	ep_fini_rings(ep);
 	return DAT_SUCCESS;
+}
+
+static void ep_set_config(struct ofx_ep *ep, const struct ep_config *cfg)
+{
+	ep->pz = cfg->pz;
+	ep->recv_evd = cfg->recv_evd;
+	ep->req_evd = cfg->req_evd;
+	ep->conn_evd = cfg->conn_evd;
+	ep->attr = cfg->attr;
 }
 
 static DAT_RETURN ep_modify_locked(struct ofx_ep *ep, DAT_EP_PARAM_MASK mask,
 				   const DAT_EP_PARAM *param, enum ofx_tristate p2p)
 {
-	struct ep_config cfg;
+	struct ep_config cfg, old;
 	DAT_RETURN status;
+	int ret;
 
 	if (ep->state != OFX_EP_UNCONNECTED && ep->state != OFX_EP_TENTATIVE_PENDING)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_CONNECTED);
@@ -668,16 +785,20 @@ static DAT_RETURN ep_modify_locked(struct ofx_ep *ep, DAT_EP_PARAM_MASK mask,
 		status = ep_detach(ep);
 	if (status != DAT_SUCCESS)
 		return status;
+	old = (struct ep_config){ ep->pz, ep->recv_evd, ep->req_evd, ep->conn_evd, ep->attr };
 	ep_drop_refs(ep);
-	ep->pz = cfg.pz;
-	ep->recv_evd = cfg.recv_evd;
-	ep->req_evd = cfg.req_evd;
-	ep->conn_evd = cfg.conn_evd;
-	ep->attr = cfg.attr;
+	ep_set_config(ep, &cfg);
+	ret = ep_take_refs(ep);
+	if (ret) {
+		/* the CQs cannot take the new queue sizes: keep the old ones */
+		ep_set_config(ep, &old);
+		if (ep_take_refs(ep))
+			ofx_warn("ep %p: cannot reserve its old cq room again", (void *)ep);
+		return ofx_dat_status(ret, OFX_OBJ_EP);
+	}
 	ep_forget_named_attrs(ep);
 	if (mask & OFX_EP_PROVIDER_ATTR)
 		ep->p2p_attr = p2p;
-	ep_take_refs(ep);
 	/* attached now, so that receives can be posted before connect or accept */
 	return ep->pz ? ofx_ep_attach(ep) : DAT_SUCCESS;
 }
@@ -701,7 +822,7 @@ DAT_RETURN ofx_ep_modify(DAT_EP_HANDLE ep_handle, DAT_EP_PARAM_MASK mask,
 	if (mask & ~OFX_EP_MODIFIABLE)
 		return OFX_INVALID_ARG(2);
 	if ((mask & OFX_EP_PROVIDER_ATTR) &&
-	    (ep_parse_p2p_attr(&param->ep_attr, &p2p) || (ep->srq && p2p == OFX_ON)))
+	    (ep_parse_p2p_attr(&param->ep_attr, &p2p) || (!ep->recv->rtr_recv && p2p == OFX_ON)))
 		return OFX_INVALID_ARG(3);
 	pthread_mutex_lock(&ep->lock);
 	status = ep_modify_locked(ep, mask, param, p2p);
@@ -785,20 +906,13 @@ DAT_RETURN ofx_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
 	if (flags != DAT_CLOSE_ABRUPT_FLAG && flags != DAT_CLOSE_GRACEFUL_FLAG)
 		return OFX_INVALID_ARG(2);
 	pthread_mutex_lock(&ep->lock);
-	if (!ep->xrc || !ofx_xrc_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG, &ret))
+	if (!ep->transport->disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG, &ret))
 		ret = ofx_cm_disconnect(ep, flags == DAT_CLOSE_ABRUPT_FLAG);
 	pthread_mutex_unlock(&ep->lock);
 	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
 
 /* ---- data path ---------------------------------------------------------- */
-
-static inline bool ep_can_send(const struct ofx_ep *ep)
-{
-	/* DISCONNECTED: a post still goes to the (error-state) QP and flushes */
-	return ofx_likely(ep->state == OFX_EP_CONNECTED) ||
-	       ep->state == OFX_EP_DISCONNECT_PENDING || ep->state == OFX_EP_DISCONNECTED;
-}
 
 /*
  * Each segment length is 32 bits: only a sum of several can pass UINT32_MAX.
@@ -884,8 +998,8 @@ static __attribute__((noinline, cold)) DAT_RETURN sq_post_failed(struct ibv_qp *
 								 int ret)
 {
 	ofx_warn("post %s on qp 0x%x: %s", wr->opcode == IBV_WR_SEND ? "send" : "rdma",
-		 qp->qp_num, strerror(ret));
-	return ofx_dat_status(-ret, OFX_OBJ_EP);
+		 qp->qp_num, strerror(-ret));
+	return ofx_dat_status(ret, OFX_OBJ_EP);
 }
 
 /* An XRC EP sends on the shared INI QP, naming the peer's SRQ, or on its RC fallback. */
@@ -930,7 +1044,7 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 		return OFX_INVALID_ARG(2);
 	if (ofx_unlikely(p->n && !p->iov))
 		return OFX_INVALID_ARG(3);
-	if (ofx_unlikely(!ep_can_send(ep)))
+	if (ofx_unlikely(!ofx_ep_conn_may_send(ep)))
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
 	total = ep_iov_total(p->n, p->iov);
 	if (ofx_unlikely(total > UINT32_MAX))
@@ -939,7 +1053,6 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	ck = ofx_cookie_ring_reserve(ring);
 	if (ofx_unlikely(!ck))
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
-	ck->ep = ep;
 	ck->user = p->cookie;
 	ck->len = (uint32_t)total;
 	ck->op = p->op;
@@ -970,7 +1083,7 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	if (sq_op_inline_ok(p->op) && total - 1 < ep->max_inline)
 		wr.send_flags |= IBV_SEND_INLINE;
 
-	if (ofx_likely(!ep->xrc)) {
+	if (ofx_likely(!ep->xrc)) {	/* transport: data path (ep_transport.h) */
 		ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
 		if (ofx_unlikely(ret))
 			return sq_post_failed(ep->qp, &wr, ret);
@@ -1036,6 +1149,57 @@ DAT_RETURN ofx_ep_post_rdma_write(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_
 				  DAT_COMPLETION_FLAGS flags)
 {
 	return ep_post_rdma(ep_handle, OFX_OP_RDMA_WRITE, n, iov, cookie, rmr, flags);
+}
+
+/*
+ * dat_rmr_bind: a bind is a post on the EP's send queue.  The EP's checks
+ * are here, the window's in rmr.c (rmr.h), in the order of the arguments.
+ */
+DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRIPLET *iov,
+			DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_h,
+			DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+			DAT_RMR_CONTEXT *rctx_p)
+{
+	struct ofx_ep *ep;
+	struct ofx_rmr_bind b;
+	struct ofx_rmr_sq sq;
+	DAT_RETURN status;
+
+	status = ofx_rmr_bind_args(rmr_h, lmr_h, iov, priv, va_type, &b);
+	if (status != DAT_SUCCESS)
+		return status;
+	ep = ofx_ep_from_handle(ep_h);
+	if (!ep)
+		return ofx_invalid_handle(OFX_OBJ_EP);
+	if (flags & ~OFX_RMR_COMPLETION_FLAGS)
+		return OFX_INVALID_ARG(8);
+	if (!ep->req_evd || !ep->req_evd->cq || !(ep->req_evd->flags & DAT_EVD_RMR_BIND_FLAG)) {
+		ofx_dbg("rmr %p: ep %p has no request evd with DAT_EVD_RMR_BIND_FLAG",
+			(void *)b.rmr, (void *)ep);
+		return OFX_INVALID_ARG(6);
+	}
+	status = ofx_rmr_bind_region(&b, ep->pz);
+	if (status != DAT_SUCCESS)
+		return status;
+	/* the send path's rule: a post to a DISCONNECTED EP flushes */
+	if (!ofx_ep_conn_may_send(ep))
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
+	/* an XRC connection sends on a shared INI QP, which binds for no EP */
+	if (!ep->transport->binds_windows(ep)) {
+		ofx_dbg("rmr %p: ep %p is connected over xrc: no memory window binds",
+			(void *)b.rmr, (void *)ep);
+		return OFX_DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
+	}
+	/* a reset that could not build a new QP left the EP without one */
+	if (!ep->qp)
+		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
+	sq = (struct ofx_rmr_sq){
+		.ep = &ep->cookie_owner,
+		.ring = &ep->send_ring,
+		.qp = ep->qp,
+		.req_evd = ep->req_evd,
+	};
+	return ofx_rmr_bind_post(&b, &sq, cookie, flags, rctx_p);
 }
 
 DAT_RETURN ofx_ep_post_send_with_invalidate(DAT_EP_HANDLE ep_handle, DAT_COUNT n,
@@ -1109,12 +1273,12 @@ static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, int nsge)
 	}, *bad;
 	int ret;
 
-	if (ep->xrc)
+	if (ep->xrc)	/* transport: data path (ep_transport.h) */
 		return ofx_xrc_post_recv(ep, &wr);
 	ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
 	if (ret)
-		ofx_warn("post recv on qp 0x%x: %s", ep->qp->qp_num, strerror(ret));
-	return -ret;
+		ofx_warn("post recv on qp 0x%x: %s", ep->qp->qp_num, strerror(-ret));
+	return ret;
 }
 
 /*
@@ -1137,12 +1301,8 @@ static void ep_check_watermarks(struct ofx_ep *ep)
 	if (ep->hard_hw >= 0 && bufs > ep->hard_hw &&
 	    (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT)) {
 		ep->hard_hw = DAT_WATERMARK_INFINITE;
-		ofx_warn("ep %p: %d receives exceed the hard high watermark: connection broken",
-			 (void *)ep, bufs);
-		ep->state = OFX_EP_DISCONNECTED;
-		if (ep->cm_id)
-			ofx_verbs->disconnect(ep->cm_id);
-		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_BROKEN, false);
+		ofx_info("ep %p: %d receives posted", (void *)ep, bufs);
+		ofx_ep_conn_broken(ep, "receives exceed the hard high watermark");
 	}
 	atomic_store(&ep->wm_armed, ep->soft_hw >= 0 || ep->hard_hw >= 0);
 	pthread_mutex_unlock(&ep->lock);
@@ -1168,8 +1328,9 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (ep->srq)
-		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE);
+	/* a predicted branch, then the own queue's post inline (ep_recv.h) */
+	if (ep->srq)	/* srq: data path */
+		return ep->recv->post(ep, n, iov, cookie, flags);
 	if (n < 0 || n > ep->attr.max_recv_iov)
 		return OFX_INVALID_ARG(2);
 	if (n && !iov)
@@ -1187,7 +1348,6 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 			return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONFIGURED);
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_TEP);
 	}
-	ck->ep = ep;
 	ck->user = cookie;
 	ck->len = (uint32_t)total;
 	ck->op = OFX_OP_RECV;
@@ -1228,19 +1388,27 @@ int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first)
 	uint64_t seq, head;
 	int ret;
 
-	/* a common-connect retry keeps its QP in INIT with receives posted */
+	ofx_lock_assert_held(&ep->lock);
+	/* an IB/RoCE common-connect retry keeps its QP in INIT, receives posted */
 	if (atomic_load(&ep->recv_live))
 		return 0;
 	if (rtr_recv_first) {
-		struct ibv_recv_wr wr = { .wr_id = (uintptr_t)&ep->rtr_cookie }, *bad;
+		/*
+		 * A zero-length receive is one segment of length 0: siw refuses
+		 * num_sge = 0 (EINVAL), and every provider takes this form.
+		 */
+		static struct ibv_sge no_bytes;
+		struct ibv_recv_wr wr = {
+			.wr_id = (uintptr_t)&ep->rtr_cookie,
+			.sg_list = &no_bytes,
+			.num_sge = 1,
+		}, *bad;
 
-		ep->rtr_cookie.ep = ep;
-		ep->rtr_cookie.op = OFX_OP_RTR_RECV;
-		ep->rtr_cookie.flags = OFX_COOKIE_F_INTERNAL;
+		ofx_ep_own_cookie(ep, &ep->rtr_cookie, OFX_EP_OP_RTR_RECV);
 		ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
 		if (ret) {
-			ofx_err("post rtr recv on qp 0x%x: %s", ep->qp->qp_num, strerror(ret));
-			return -ret;
+			ofx_err("post rtr recv on qp 0x%x: %s", ep->qp->qp_num, strerror(-ret));
+			return ret;
 		}
 	}
 	head = atomic_load(&ring->head);
@@ -1283,24 +1451,23 @@ DAT_RETURN ofx_ep_get_status(DAT_EP_HANDLE ep_handle, DAT_EP_STATE *state, DAT_B
 DAT_RETURN ofx_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs_p, DAT_COUNT *span_p)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
-	struct ofx_cookie_ring *ring;
-	uint64_t tail, head, span = 0;
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (ep->srq) {
-		/* which SRQ receives a QP holds is known only to the device (ep.h) */
-		if (nbufs_p)
-			*nbufs_p = DAT_VALUE_UNKNOWN;
-		if (span_p)
-			*span_p = DAT_VALUE_UNKNOWN;
-		return DAT_SUCCESS;
-	}
-	/*
-	 * Posted and not yet polled.  Pollers only move tail; a slot below
-	 * head is rewritten only by the next post, which is this thread's.
-	 */
-	ring = &ep->recv_ring;
+	ep->recv->query(ep, nbufs_p, span_p);
+	return DAT_SUCCESS;
+}
+
+/*
+ * The own queue's receives posted and not yet polled.  Pollers only move
+ * tail; a slot below head is rewritten only by the next post, which is this
+ * thread's.
+ */
+static void ep_rq_query(struct ofx_ep *ep, DAT_COUNT *nbufs_p, DAT_COUNT *span_p)
+{
+	struct ofx_cookie_ring *ring = &ep->recv_ring;
+	uint64_t tail, head, span = 0;
+
 	tail = atomic_load_explicit(&ring->tail, memory_order_acquire);
 	head = atomic_load_explicit(&ring->head, memory_order_acquire);
 	for (uint64_t seq = tail; seq < head; seq++)
@@ -1309,7 +1476,6 @@ DAT_RETURN ofx_ep_recv_query(DAT_EP_HANDLE ep_handle, DAT_COUNT *nbufs_p, DAT_CO
 		*nbufs_p = head > tail ? (DAT_COUNT)(head - tail) : 0;
 	if (span_p)
 		*span_p = span > INT32_MAX ? INT32_MAX : (DAT_COUNT)span;
-	return DAT_SUCCESS;
 }
 
 DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_hw, DAT_COUNT hard_hw)
@@ -1331,7 +1497,7 @@ DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_hw, DAT_
 	ep->soft_hw = soft_hw;
 	ep->hard_hw = hard_hw;
 	/* an SRQ EP's count is unknowable (ep.h): its watermarks never fire */
-	atomic_store(&ep->wm_armed, !ep->srq && (soft_hw >= 0 || hard_hw >= 0));
+	atomic_store(&ep->wm_armed, ep->recv->watermarks && (soft_hw >= 0 || hard_hw >= 0));
 	pthread_mutex_unlock(&ep->lock);
 	ofx_dbg("ep %p: high watermarks soft %d hard %d", (void *)ep, soft_hw, hard_hw);
 	/* "during this call": the receives already posted count */
@@ -1339,7 +1505,97 @@ DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_hw, DAT_
 	return DAT_SUCCESS;
 }
 
-/* Moves the QP to RESET so that it can be connected again. */
+static void ep_wait_notify(struct ofx_evd *evd);
+
+/*
+ * Drains the EP's CQs after its QP is gone, so that no CQE left in them
+ * names a cookie of the rings about to be reset or freed.  Completions are
+ * delivered as usual unless `dying` is set.  Without ep->lock: a drain may
+ * call ofx_ep_dto_notify(), which takes it.
+ */
+static bool ep_drain_cqs(struct ofx_ep *ep)
+{
+	struct ofx_evd *evds[2] = { ep->recv_evd, ep->req_evd };
+	bool clean = true;
+
+	for (int i = 0; i < 2; i++) {
+		struct ofx_evd *evd = evds[i];
+
+		if (!evd || !evd->cq || (i == 1 && evd == evds[0]))
+			continue;
+		if (!ofx_evd_drain_all(evd))
+			clean = false; /* full: CQEs may remain behind it */
+		ep_wait_notify(evd);
+	}
+	return clean;
+}
+
+/*
+ * dat_ep_reset gives a plain or SRQ EP a new QP (ep_qp_renew), as stock does.  Moving the
+ * old one back to RESET is not portable: on siw a QP that went to ERROR
+ * after a disconnect stays there (modify returns 0, the state does not
+ * change) and the next accept fails with EINVAL.  The old QP is destroyed
+ * first and its CQEs drained, so nothing refers to it when the rings
+ * restart.  What the old QP still held is dropped, not reported, as on a QP
+ * moved to RESET: siw flushes a destroyed QP's receives into the CQ, rxe
+ * does not, and a consumer that resets after a refused connect and posts
+ * its receives again (dapltest, MPI's crossing requests) must see the same
+ * on every device: no stale FLUSHED event naming a buffer it re-posted.  Called with ep->lock held in
+ * DISCONNECTED, which nothing leaves while the lock is dropped (connect and
+ * accept need UNCONNECTED; the QP is NULL meanwhile, so posts refuse).
+ */
+static void ep_qp_retire(struct ofx_ep *ep)
+{
+	struct ibv_qp *old = ep_qp_unhook(ep);
+
+	/* conversion drops this EP's completions meanwhile (dto_inline.h) */
+	ofx_ep_set_dying(ep, true);
+	pthread_mutex_unlock(&ep->lock);
+	if (old && ofx_verbs->destroy_qp(old))
+		ofx_warn("destroy qp 0x%x for reset: %m", old->qp_num);
+	if (!ep_drain_cqs(ep))
+		ofx_warn("ep %p reset: an evd is full, completions of the old qp may remain",
+			 (void *)ep);
+	pthread_mutex_lock(&ep->lock);
+	ofx_ep_set_dying(ep, false);
+	ofx_ep_recv_stop(ep);
+}
+
+static int ep_qp_renew(struct ofx_ep *ep)
+{
+	int ret;
+
+	ep_qp_retire(ep);
+	ret = ep_build_qp(ep);
+	if (ret) {
+		/* the EP stays usable: connect or accept attaches a QP again */
+		ep_fini_rings(ep);
+		return ret;
+	}
+	ofx_dbg("ep %p: qp 0x%x renewed", (void *)ep, ep->qp->qp_num);
+	return 0;
+}
+
+/*
+ * A transport whose QP lives with one connection gets none back.  After a
+ * connection (DISCONNECTED) the drain runs even without a QP: the CQEs of
+ * an XRC connection came from the shared INI QP and the SRQ and still
+ * name this EP's cookies.  In UNCONNECTED a QP (a connect that failed
+ * before its REQ) never carried a work request.
+ */
+static void ep_qp_drop(struct ofx_ep *ep)
+{
+	if (!ep_attached(ep))
+		return;
+	if (ep->state == OFX_EP_DISCONNECTED) {
+		ep_qp_retire(ep);
+		return;
+	}
+	ofx_ep_qp_close(ep);
+	ofx_ep_recv_stop(ep);
+}
+
+/* A QP that never carried a connection (UNCONNECTED) goes back to RESET instead. */
 static int ep_qp_reset(struct ofx_ep *ep)
 {
 	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
@@ -1353,17 +1609,35 @@ static int ep_qp_reset(struct ofx_ep *ep)
 	return 0;
 }
 
+/* Leaves the common connect the EP is in, if any (ep->csp_detach, ep.h). */
+static void ep_csp_detach(struct ofx_ep *ep)
+{
+	void (*detach)(struct ofx_ep *ep);
+
+	pthread_mutex_lock(&ep->lock);
+	detach = ep->csp_detach;
+	pthread_mutex_unlock(&ep->lock);
+	if (detach)
+		detach(ep);
+}
+
 DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
+	struct rdma_cm_id *id;
+	bool resettable;
 	int ret = 0;
 
 	if (!ep)
 		return ofx_invalid_handle(OFX_OBJ_EP);
-	ofx_csp_detach(ep);
+	/* a refused reset leaves a common connect waiting on its CSP */
+	pthread_mutex_lock(&ep->lock);
+	resettable = ep->state == OFX_EP_UNCONNECTED || ep->state == OFX_EP_DISCONNECTED;
+	pthread_mutex_unlock(&ep->lock);
+	if (resettable)
+		ep_csp_detach(ep);
 	/* an XRC EP that answered its peer's DISC finishes its fence first */
-	if (ep->xrc)
-		ofx_xrc_ep_quiesce(ep);
+	ep->transport->quiesce(ep);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state != OFX_EP_UNCONNECTED && ep->state != OFX_EP_DISCONNECTED) {
 		enum ofx_ep_state state = ep->state;
@@ -1372,18 +1646,24 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 		ofx_dbg("ep %p reset refused in state %s", (void *)ep, ofx_ep_state_str(state));
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
-	if (ep->srq)
-		ofx_srq_ep_reset(ep);
-	if (ep->xrc && ofx_xrc_ep_reset(ep)) {
+	ep->recv->reset(ep);
+	if (ep->transport->reset(ep)) {
 		pthread_mutex_unlock(&ep->lock);
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
-	ofx_cm_release(ep);
-	/* release drops the lock: only proceed if nobody reconnected meanwhile */
+	id = ofx_cm_release(ep);
+	pthread_mutex_unlock(&ep->lock);
+	ofx_cm_id_destroy(ep->obj.ia, id);
+	pthread_mutex_lock(&ep->lock);
+	/* the lock was dropped: only proceed if nobody reconnected meanwhile */
 	if (ep->state == OFX_EP_UNCONNECTED || ep->state == OFX_EP_DISCONNECTED) {
-		ret = ep->qp ? ep_qp_reset(ep) : 0;
+		/* a QP that carried a connection may sit in ERROR for good (above) */
+		if (ep->transport->qp_per_connection)
+			ep_qp_drop(ep);
+		else if (ep->qp)
+			ret = ep->state == OFX_EP_DISCONNECTED ? ep_qp_renew(ep) : ep_qp_reset(ep);
 		if (!ret) {
-			ep->state = OFX_EP_UNCONNECTED;
+			ofx_ep_conn_move(ep, OFX_EP_UNCONNECTED);
 			ep->p2p = false;
 			ep->rtr_arrived = false;
 			ep->cm_established = false;
@@ -1396,13 +1676,8 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 /* Waits until no drain of `evd` is still calling ofx_ep_dto_notify(). */
 static void ep_wait_notify(struct ofx_evd *evd)
 {
-	if (!evd)
-		return;
-	/* taking the lock orders us after any drain that saw the EP alive */
-	pthread_mutex_lock(&evd->lock);
-	pthread_mutex_unlock(&evd->lock);
-	while (atomic_load(&evd->notify_inflight))
-		sched_yield();
+	if (evd)
+		ofx_evd_wait_notify_idle(evd);
 }
 
 /*
@@ -1416,66 +1691,22 @@ static void ep_wait_notify(struct ofx_evd *evd)
  */
 static bool ep_purge_completions(struct ofx_ep *ep)
 {
-	struct ofx_evd *evds[2] = { ep->recv_evd, ep->req_evd };
-	bool clean = true;
-
-	atomic_store(&ep->dying, true);
-	if (!ep->qp)
+	ofx_ep_set_dying(ep, true);
+	if (!ep_attached(ep))
 		return true; /* never attached: no completion can name it */
-	ofx_rmr_ep_gone(ep);
-	if (ofx_verbs->destroy_qp(ep->qp))
+	ofx_rmr_ep_gone(&ep->cookie_owner);
+	/* an XRC EP may have none: its CQEs came from the INI QP and SRQ */
+	if (ep->qp && ofx_verbs->destroy_qp(ep->qp))
 		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
 	ep->qp = NULL;
-	for (int i = 0; i < 2; i++) {
-		struct ofx_evd *evd = evds[i];
-
-		if (!evd || !evd->cq || (i == 1 && evd == evds[0]))
-			continue;
-		ofx_evd_drain_cq(evd);
-		pthread_mutex_lock(&evd->lock);
-		if (evd->count >= evd->qlen)
-			clean = false; /* full: CQEs may remain behind it */
-		pthread_mutex_unlock(&evd->lock);
-		ep_wait_notify(evd);
-	}
-	return clean;
-}
-
-/*
- * An SRQ EP's QP may hold a receive it took from the SRQ.  Once the QP is in
- * error the device says it is done with IBV_EVENT_QP_LAST_WQE_REACHED; some
- * (rxe in Linux 6.1) never send it, so the wait is bounded by
- * cfg.lastwqe_timeout_ms and skipped when no progress thread can deliver
- * the event.  Memory safety does not depend on it: SRQ cookies belong to the
- * SRQ, and completions of an EP that is gone are dropped (srq.h).
- */
-static void ep_srq_quiesce(struct ofx_ep *ep)
-{
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
-	struct ofx_ia *ia = ep->obj.ia;
-	uint64_t deadline;
-
-	if (!ia->progress || !ofx_srq_ep_lastwqe_pending(ep))
-		return;
-	if (ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE))
-		ofx_dbg("qp 0x%x to error for teardown: %m", ep->qp->qp_num);
-	deadline = ofx_now_ns() + ia->cfg.lastwqe_timeout_ms * 1000000ull;
-	while (ofx_srq_ep_lastwqe_pending(ep)) {
-		struct timespec ts = { 0, 200 * 1000 };
-
-		if (ofx_now_ns() > deadline) {
-			ofx_dbg("qp 0x%x: no last-wqe event within %u ms", ep->qp->qp_num,
-				ia->cfg.lastwqe_timeout_ms);
-			return;
-		}
-		nanosleep(&ts, NULL);
-	}
+	return ep_drain_cqs(ep);
 }
 
 static void ep_free_mem(struct ofx_ep *ep)
 {
 	ofx_xrc_ep_free(ep);
 	ep_fini_rings(ep);
+	ofx_waiter_fini(&ep->lastwqe_wait);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
@@ -1483,31 +1714,27 @@ static void ep_free_mem(struct ofx_ep *ep)
 static void ep_teardown(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
+	struct rdma_cm_id *id;
 	bool clean, xrc_clean;
 
-	ofx_csp_detach(ep);
+	ep_csp_detach(ep);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->cm_id && (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT ||
 			  ep->state == OFX_EP_COMPLETION_PENDING ||
 			  ep->state == OFX_EP_DISCONNECT_PENDING))
 		ofx_verbs->disconnect(ep->cm_id);
-	ep->state = OFX_EP_DISCONNECTED;
-	if (ep->srq) {
-		/* no LAST_WQE async event may name an EP being freed (srq.c) */
-		atomic_store(&ep->dying, true);
-		ofx_progress_timer_cancel(ia->progress, &ep->lastwqe_timer);
-	}
-	ofx_cm_release(ep);
+	ofx_ep_conn_teardown(ep);
+	ep->recv->teardown(ep);
+	id = ofx_cm_release(ep);
 	pthread_mutex_unlock(&ep->lock);
+	ofx_cm_id_destroy(ia, id);
 
-	if (ep->srq)
-		ep_srq_quiesce(ep);
+	ep->recv->quiesce(ep);
 	/* XRC: fence and DISC, then SRQ, INI and TGT references go */
 	xrc_clean = ofx_xrc_ep_teardown(ep);
 	clean = ep_purge_completions(ep) && xrc_clean;
 	/* the SRQ forgets the EP only after its last CQE was polled (or dropped) */
-	if (ep->srq)
-		ofx_srq_ep_remove(ep->srq, ep);
+	ep->recv->qp_removed(ep);
 	if (!clean) {
 		/*
 		 * A full EVD still holds CQEs that may name this EP: keep its
@@ -1554,61 +1781,233 @@ void ofx_ep_destroy(struct ofx_ep *ep)
 	ep_teardown(ep);
 }
 
-/* Posts the connection event `num` with the EP's saved private data. */
-void ofx_ep_post_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num, bool with_pdata)
-{
-	if (ep->srq)
-		ofx_srq_ep_conn_event(ep, num);
-	if (!ep->conn_evd) {
-		ofx_warn("ep %p has no connection evd for event 0x%x", (void *)ep, num);
-		return;
-	}
-	ofx_evd_post_conn(ep->conn_evd, num, ep, with_pdata ? ep->pdata_len : 0,
-			  with_pdata && ep->pdata_len ? ep->pdata : NULL);
-}
-
-/*
- * A passive p2p EP becomes CONNECTED once both the rdma_cm ESTABLISHED event
- * and the peer's RTR have arrived, in either order.  ep->lock held.
- */
-void ofx_ep_p2p_maybe_established(struct ofx_ep *ep)
-{
-	struct ofx_ia *ia = ep->obj.ia;
-
-	if (ep->state != OFX_EP_RTR_WAIT || !ep->rtr_arrived || !ep->cm_established)
-		return;
-	ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
-	ep->state = OFX_EP_CONNECTED;
-	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
-	/* a common-connect EP reports the initiator's data on this side too */
-	ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, ep->csp != NULL);
-}
-
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 {
 	struct ofx_ia *ia = ep->obj.ia;
 	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 
-	if (ep->xrc && ofx_xrc_dto_notify(ep, wc))
+	if (ep->transport->completion(ep, wc))
 		return;
 	pthread_mutex_lock(&ep->lock);
 	if (ck == &ep->rtr_cookie && wc->status == IBV_WC_SUCCESS) {
-		if (ck->op == OFX_OP_RTR_RECV) {
+		if (ck->op == OFX_EP_OP_RTR_RECV) {
 			atomic_fetch_add(&ia->stats.rtr_received, 1);
 			ep->rtr_arrived = true;
-			ofx_ep_p2p_maybe_established(ep);
+			ofx_ep_conn_p2p_maybe_established(ep);
 		}
 		pthread_mutex_unlock(&ep->lock);
 		return;
 	}
 	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR &&
 	    (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT)) {
-		ofx_warn("qp 0x%x completion error %s (vendor 0x%x): connection broken",
-			 ep->qp->qp_num, ibv_wc_status_str(wc->status), wc->vendor_err);
-		ep->state = OFX_EP_DISCONNECTED;
-		if (ep->cm_id)
-			ofx_verbs->disconnect(ep->cm_id);
-		ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_BROKEN, false);
+		ofx_info("qp 0x%x completion error %s (vendor 0x%x)", ofx_ep_qp_num(ep),
+			 ibv_wc_status_str(wc->status), wc->vendor_err);
+		ofx_ep_conn_broken(ep, ibv_wc_status_str(wc->status));
 	}
 	pthread_mutex_unlock(&ep->lock);
 }
+
+/* ---- completions: the EP as the owner of its cookies (dto.h) -------------- */
+
+/* The RTR and XRC's fence: never a DTO event, the EP hears of every one. */
+static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
+			       const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+			       struct ofx_cookie_owner **notify_p)
+{
+	ofx_dto_settle(owner, c, wc, notify_p);
+	if (!atomic_load(owner->dying))
+		*notify_p = owner;
+	return false;
+}
+
+static void ep_cookie_notify(struct ofx_cookie_owner *owner, const struct ibv_wc *wc)
+{
+	ofx_ep_dto_notify(container_of(owner, struct ofx_ep, cookie_owner), wc);
+}
+
+/* The IA, unlike the EP's PZ, outlives freed EPs: its windows' index is there. */
+static void ep_cookie_peer_invalidated(struct ofx_cookie_owner *owner, uint32_t rkey)
+{
+	ofx_rmr_peer_invalidated(owner->obj->ia, rkey);
+}
+
+static const struct ofx_cookie_ops ep_cookie_ops = {
+	.complete = ep_cookie_complete,
+	.notify = ep_cookie_notify,
+	.peer_invalidated = ep_cookie_peer_invalidated,
+};
+
+void ofx_ep_cookie_owner_init(struct ofx_ep *ep)
+{
+	ep->cookie_owner.ops = &ep_cookie_ops;
+	ep->cookie_owner.obj = &ep->obj;
+	ep->cookie_owner.dying = &ep->dying;
+}
+
+void ofx_ep_set_dying(struct ofx_ep *ep, bool dying)
+{
+	atomic_store(&ep->dying, dying);
+	ofx_cookie_ring_set_dying(&ep->send_ring, dying);
+	ofx_cookie_ring_set_dying(&ep->recv_ring, dying);
+}
+
+void ofx_ep_own_cookie(struct ofx_ep *ep, struct ofx_cookie *ck, enum ofx_ep_cookie_op op)
+{
+	ck->ring = NULL;
+	ck->owner = &ep->cookie_owner;
+	ck->op = op;
+	ck->flags = OFX_COOKIE_F_OWNER | OFX_COOKIE_F_INTERNAL;
+}
+
+/* ---- the EP's own receive queue (ep_recv.h) ------------------------------- */
+
+/* One more than max_recv_dtos: room for the passive p2p RTR receive. */
+static int rq_own_wrs(const struct ofx_ep *ep)
+{
+	return ep->attr.max_recv_dtos + 1;
+}
+
+static int rq_check(const struct ofx_ep *ep, const struct ofx_pz *pz,
+		    const struct ofx_evd *recv_evd, const DAT_EP_ATTR *a)
+{
+	if ((a->max_recv_dtos > 0) != (recv_evd != NULL)) {
+		ofx_err("ep attr: max_recv_dtos %d does not match recv evd %s", a->max_recv_dtos,
+			recv_evd ? "given" : "absent");
+		return -EINVAL;
+	}
+	if (recv_evd && a->max_recv_iov <= 0) {
+		ofx_err("ep attr: max_recv_iov must be > 0 with a recv evd");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static void rq_qp_init(const struct ofx_ep *ep, struct ibv_qp_init_attr_ex *init)
+{
+	init->cap.max_recv_wr = (uint32_t)rq_own_wrs(ep);
+	init->cap.max_recv_sge = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
+	init->srq = NULL;
+}
+
+static int rq_qp_added(struct ofx_ep *ep)
+{
+	return 0;
+}
+
+static void rq_qp_removed(struct ofx_ep *ep)
+{
+}
+
+/* Held receives would be lost with the QP. */
+static const char *rq_keeps_qp(const struct ofx_ep *ep)
+{
+	return ofx_cookie_ring_outstanding(&ep->recv_ring) ? "receives posted" : NULL;
+}
+
+/* dat_ep_post_recv posts inline (ep_recv.h): this is the same call. */
+static DAT_RETURN rq_post(struct ofx_ep *ep, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
+			  DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
+{
+	return ofx_ep_post_recv((DAT_EP_HANDLE)&ep->obj, n, iov, cookie, flags);
+}
+
+static void rq_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num)
+{
+}
+
+/* No SRQ: the event is not expected, an error like any other of the QP. */
+static bool rq_last_wqe(struct ofx_ep *ep)
+{
+	return false;
+}
+
+static void rq_nothing(struct ofx_ep *ep)
+{
+}
+
+const struct ofx_ep_recv ofx_ep_rq_recv = {
+	.name = "rq",
+	.own_wrs = rq_own_wrs,
+	.check = rq_check,
+	.qp_init = rq_qp_init,
+	.qp_added = rq_qp_added,
+	.qp_removed = rq_qp_removed,
+	.keeps_qp = rq_keeps_qp,
+	.rtr_recv = true,
+	.post = rq_post,
+	.query = ep_rq_query,
+	.watermarks = true,
+	.conn_event = rq_conn_event,
+	.last_wqe = rq_last_wqe,
+	.reset = rq_nothing,
+	.teardown = rq_nothing,
+	.quiesce = rq_nothing,
+};
+
+/* ---- the RC transport: every step is ep_cm.c's own ------------------------- */
+
+static int rc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p)
+{
+	*offered_p = false;
+	return 0;
+}
+
+static bool rc_offered(const struct ofx_ep *ep)
+{
+	return false;
+}
+
+static void rc_fallback(struct ofx_ep *ep)
+{
+}
+
+static bool rc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev,
+			struct rdma_cm_id **destroy_p)
+{
+	return false;
+}
+
+static bool rc_accept(struct ofx_ep *ep, const struct ofx_conn_req *req, const void *pdata,
+		      int pdata_len, int *ret_p)
+{
+	return false;
+}
+
+static bool rc_disconnect(struct ofx_ep *ep, bool abrupt, int *ret_p)
+{
+	return false;
+}
+
+static void rc_quiesce(struct ofx_ep *ep)
+{
+}
+
+static int rc_reset(struct ofx_ep *ep)
+{
+	return 0;
+}
+
+static bool rc_binds_windows(const struct ofx_ep *ep)
+{
+	return true;
+}
+
+static bool rc_completion(struct ofx_ep *ep, const struct ibv_wc *wc)
+{
+	return false;
+}
+
+const struct ofx_ep_transport ofx_ep_rc_transport = {
+	.name = "rc",
+	.connect = rc_connect,
+	.offered = rc_offered,
+	.fallback = rc_fallback,
+	.rejected = rc_rejected,
+	.accept = rc_accept,
+	.disconnect = rc_disconnect,
+	.quiesce = rc_quiesce,
+	.reset = rc_reset,
+	.qp_per_connection = false,
+	.binds_windows = rc_binds_windows,
+	.completion = rc_completion,
+};

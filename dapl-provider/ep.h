@@ -7,9 +7,11 @@
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 #include "obj.h"
+#include "cm.h"
 #include "dto.h"
 #include "config.h"
 #include "progress.h"
+#include "wait.h"
 
 struct ofx_ia;
 struct ofx_pz;
@@ -17,7 +19,8 @@ struct ofx_evd;
 struct ofx_srq;
 struct ofx_sp;
 struct ofx_cr;
-struct ofx_xrc_ep;
+struct ofx_xrc_conn;
+struct ofx_ep_recv;
 
 /*
  * Internal EP states and the DAT state each one reports.  RTR_WAIT is a
@@ -47,6 +50,13 @@ DAT_EP_STATE ofx_ep_state_dat(enum ofx_ep_state state);
 
 #define OFX_PDATA_COPY_MAX 256
 
+/* An SRQ EP's wait for IBV_EVENT_QP_LAST_WQE_REACHED (srq.h, ep_srq.c). */
+enum ofx_ep_lastwqe {
+	OFX_LASTWQE_IDLE = 0,	/* connection up (or never made) */
+	OFX_LASTWQE_WAITING,	/* QP in error, waiting for the event (timer armed) */
+	OFX_LASTWQE_DONE,	/* event seen or synthesized for this connection */
+};
+
 struct ofx_ep {
 	struct ofx_obj obj;
 
@@ -56,23 +66,38 @@ struct ofx_ep {
 	 * a blocking wait.
 	 */
 	pthread_mutex_t lock;
+	/* written by ep_conn.c alone (ep_conn.h); may_send mirrors it for the data path */
 	enum ofx_ep_state state;
+	_Atomic bool may_send;
 	DAT_EP_ATTR attr;
 
 	struct ofx_pz *pz;
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
-	struct ofx_srq *srq;		/* receives come from it (srq.h); fixed at create */
-	struct ofx_xrc_ep *xrc;		/* XRC-backed EP (xrc.h); fixed at create */
-	/* SRQ EP: LAST_WQE_REACHED tracking (srq.c); written under lock */
-	_Atomic int lastwqe;		/* enum ofx_srq_lastwqe */
+	/*
+	 * Where receives come from (ep_recv.h), chosen at create: the EP's
+	 * own queue, or `srq` (srq.h), the SRQ of dat_ep_create_with_srq.
+	 * Only the SRQ variant and the data path's one predicted branch read
+	 * srq (test/arch/check-arch).
+	 */
+	const struct ofx_ep_recv *recv;
+	struct ofx_srq *srq;
+	struct ofx_xrc_conn *xrc;	/* XRC-backed EP (ep_xrc.h); fixed at create */
+	/* RC or XRC connection steps (ep_transport.h); set with the QP */
+	const struct ofx_ep_transport *transport;
+	/* SRQ EP: LAST_WQE_REACHED tracking (srq.h); written under lock */
+	_Atomic int lastwqe;		/* enum ofx_ep_lastwqe */
 	struct ofx_timer lastwqe_timer;	/* bounded wait for the event */
+	struct ofx_waiter lastwqe_wait;	/* woken when lastwqe becomes DONE */
 
 	/*
-	 * Created with the EP when it has a PZ, else at connect or accept
-	 * (ofx_ep_attach); NULL while unattached.  Not bound to the cm_id.
+	 * The RC QP.  Created with the EP when it has a PZ, else at connect or
+	 * accept (ofx_ep_attach); NULL while unattached.  An XRC-backed EP has
+	 * one only for a connection that runs over RC (ep_transport.h,
+	 * qp_per_connection): NULL otherwise.  Not bound to the cm_id.
 	 */
 	struct ibv_qp *qp;
 	struct rdma_cm_id *cm_id;	/* the connection's id, NULL when idle */
+	struct ofx_cm_handler cm_handler; /* cm_id's context: the EP's handler (ep_cm.c) */
 	struct ofx_cr *cr;		/* passive: the request being accepted */
 	struct ofx_sp *rsp;		/* RSP that reserved this EP */
 	/* made for a DAT_PSP_PROVIDER_FLAG request: freed if it is rejected */
@@ -80,6 +105,8 @@ struct ofx_ep {
 
 	struct ofx_cookie_ring send_ring;	/* data path: no lock */
 	struct ofx_cookie_ring recv_ring;
+	/* the rings' owner: the EP's completion ops (ep.c), `dying` for dto.c */
+	struct ofx_cookie_owner cookie_owner;
 	unsigned int max_inline;
 	/*
 	 * Receives are held in recv_ring (with their segments copied to
@@ -107,7 +134,7 @@ struct ofx_ep {
 	enum ofx_tristate p2p_attr;	/* per-EP "P2P" provider-specific attr */
 	bool p2p;			/* negotiated for the current connection */
 	enum ofx_rtr_type rtr;
-	struct ofx_cookie rtr_cookie;	/* the RTR send or recv, never a DTO event */
+	struct ofx_cookie rtr_cookie;	/* the RTR send or recv (ofx_ep_rtr_cookie) */
 	bool rtr_arrived;		/* passive: the peer's RTR completed */
 	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
 	struct ofx_timer rtr_timer;	/* passive: polls the recv CQ for the RTR */
@@ -115,16 +142,23 @@ struct ofx_ep {
 
 	/*
 	 * Teardown: once `dying` is set the EP's completions are retired but
-	 * not reported (see ep_purge_completions in ep.c).
+	 * not reported (see ep_purge_completions in ep.c).  Written with
+	 * ofx_ep_set_dying (the rings keep a copy).
 	 */
 	_Atomic bool dying;
 
 	/* DAT 2.0 common connect (csp.c); csp and csp_link guarded by csp->lock */
 	struct ofx_sp *csp;		/* local CSP while in ep_common_connect */
-	struct ofx_list csp_link;	/* passive side: in csp->csp_eps */
+	struct ofx_list csp_link;	/* in csp->csp_eps while csp is set */
 	bool csp_initiator;		/* this side sends the REQ (see csp.h) */
 	bool csp_no_listener;		/* last attempt found no CSP at the peer */
 	struct ofx_timer csp_retry_timer;
+	uint16_t csp_port;		/* the CSP's port, named in the REQ trailer */
+	/*
+	 * Set by csp.c with csp, never cleared: takes the EP off its CSP's
+	 * waiting list (ep_free, ep_reset; no EP lock held).
+	 */
+	void (*csp_detach)(struct ofx_ep *ep);
 	unsigned char csp_pdata[OFX_PDATA_COPY_MAX]; /* consumer data, kept for retries */
 	int csp_pdata_len;
 
@@ -179,6 +213,18 @@ DAT_RETURN ofx_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep, const DAT_RMR_TRIPLET 
 					DAT_COMPLETION_FLAGS flags);
 
 /*
+ * dat_rmr_bind (rmr.h): a bind is a post on the EP's send queue, so the
+ * call is the EP's; the window's half is rmr.c's.  Only
+ * DAT_COMPLETION_SUPPRESS_FLAG and DAT_COMPLETION_BARRIER_FENCE_FLAG are
+ * accepted as completion flags; the EP must be connected (not over XRC) and
+ * its request EVD carry DAT_EVD_RMR_BIND_FLAG.
+ */
+DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr, DAT_LMR_HANDLE lmr, const DAT_LMR_TRIPLET *iov,
+			DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep,
+			DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+			DAT_RMR_CONTEXT *rctx_p);
+
+/*
  * Receive bookkeeping (DAT 2.0 dat_ep_recv_query / dat_ep_set_watermark,
  * contract 7.1).  A plain EP reports the receives it has posted and not yet
  * seen complete (the recv ring: posted, or held until the QP goes live) and
@@ -215,13 +261,31 @@ void ofx_ep_destroy(struct ofx_ep *ep);
 void ofx_ep_free_zombie(struct ofx_obj *obj);
 
 /*
- * Follow-up of a completion that ofx_dto_convert() flagged: RTR arrival on a
- * passive p2p EP (posts ESTABLISHED) or an error completion on a connected EP
- * (moves it to DISCONNECTED and posts BROKEN).  Called without EVD locks.
+ * Follow-up of a completion that ofx_dto_convert() flagged (the notify op
+ * of the EP's cookie owner): RTR arrival on a passive p2p EP (posts
+ * ESTABLISHED) or an error completion on a connected EP (moves it to
+ * DISCONNECTED and posts BROKEN).  Called without EVD locks.
  */
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc);
 
-
+/*
+ * The EP's own work requests (OFX_COOKIE_F_OWNER cookies of its cookie
+ * owner, out of the rings): the ready-to-receive message.  Never a DTO
+ * event; every completion of one reaches ofx_ep_dto_notify.  (XRC's fence
+ * is the XRC transport's own work request, with its own cookie owner.)
+ */
+enum ofx_ep_cookie_op {
+	OFX_EP_OP_RTR_SEND,
+	OFX_EP_OP_RTR_RECV,
+	OFX_EP_OP_RTR_WRITE,
+	OFX_EP_OP_RTR_READ,
+};
+/* Makes `ck` one of the EP's own work requests, of kind `op`. */
+void ofx_ep_own_cookie(struct ofx_ep *ep, struct ofx_cookie *ck, enum ofx_ep_cookie_op op);
+/* Sets up ep->cookie_owner, the owner of the EP's rings (at allocation). */
+void ofx_ep_cookie_owner_init(struct ofx_ep *ep);
+/* Sets ep->dying and its rings' copies. */
+void ofx_ep_set_dying(struct ofx_ep *ep, bool dying);
 
 /* One send-queue work request as the DAT calls and the IB extensions post it. */
 struct ofx_sq_post {
@@ -245,9 +309,31 @@ struct ofx_sq_post {
  */
 DAT_RETURN ofx_ep_post_sq(struct ofx_ep *ep, const struct ofx_sq_post *p);
 
-/* Connection-state helpers for cm.c, sp.c and cr.c (ep->lock held). */
+/* Connection-state helpers for ep_cm.c, sp.c and cr.c (ep->lock held). */
 int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first);
 void ofx_ep_recv_stop(struct ofx_ep *ep);
-void ofx_ep_post_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num, bool with_pdata);
-void ofx_ep_p2p_maybe_established(struct ofx_ep *ep);
+
+/*
+ * The RC QP of a transport whose QP lives with one connection
+ * (qp_per_connection, ep_transport.h), ep->lock held.  ofx_ep_qp_open
+ * creates it for a connection that will run over RC (a no-op if it
+ * exists); ofx_ep_qp_close destroys one that never carried a work request
+ * (an offer the peer answered over XRC).  dat_ep_reset and ep_free destroy
+ * a QP that did carry one, after draining its CQs.
+ */
+int ofx_ep_qp_open(struct ofx_ep *ep);
+/*
+ * A new QP for an EP whose QP carried no work request yet (no receive went
+ * live): an iWARP connect attempt the peer refused leaves the QP in ERROR.
+ * Drops ep->lock meanwhile (the caller checks the state again); -EBUSY when
+ * receives are on the old QP.
+ */
+int ofx_ep_qp_renew_unused(struct ofx_ep *ep);
+void ofx_ep_qp_close(struct ofx_ep *ep);
+
+/* For logs: the RC QP's number, 0 when the EP has none (XRC, unattached). */
+static inline uint32_t ofx_ep_qp_num(const struct ofx_ep *ep)
+{
+	return ep->qp ? ep->qp->qp_num : 0;
+}
 #endif

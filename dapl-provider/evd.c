@@ -1,12 +1,12 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "evd.h"
+#include "lock.h"
 
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EVD
 #include "cno.h"
 #include "dto.h"
 #include "dto_inline.h"
-#include "ep.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "progress.h"
 #include "status.h"
@@ -36,7 +36,8 @@
  *    attached, which drains the CQ into the ring and then triggers.
  *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize.  The
  *    CQ itself grows when EPs reserve more work requests than it holds
- *    (ofx_evd_reserve_cqes); a ring smaller than the CQ is harmless:
+ *    (ofx_evd_reserve_cqes), or the EVD moves to a bigger CQ where the
+ *    device cannot resize; a ring smaller than the CQ is harmless:
  *    completions that do not fit stay in the CQ.
  */
 
@@ -177,6 +178,7 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 	if (!evd)
 		return -ENOMEM;
 	pthread_mutex_init(&evd->lock, NULL);
+	ofx_waiter_init(&evd->notify_idle);
 	evd->flags = flags;
 	evd->enabled = true;
 	evd->waitable = true;
@@ -240,6 +242,7 @@ err_destroy_channel:
 err_close_wake:
 	close(evd->wake_fd);
 err_free:
+	ofx_waiter_fini(&evd->notify_idle);
 	pthread_mutex_destroy(&evd->lock);
 	free(evd);
 	return ret;
@@ -258,11 +261,15 @@ void ofx_evd_destroy(struct ofx_evd *evd)
 	 */
 	if (evd->cq && ofx_verbs->destroy_cq(evd->cq))
 		ofx_warn("evd %p: ibv_destroy_cq: %m", (void *)evd);
+	for (int i = 0; i < evd->n_old_cqs; i++)
+		if (ofx_verbs->destroy_cq(evd->old_cqs[i]))
+			ofx_warn("evd %p: ibv_destroy_cq of an old cq: %m", (void *)evd);
 	if (evd->channel && ofx_verbs->destroy_comp_channel(evd->channel))
 		ofx_warn("evd %p: ibv_destroy_comp_channel: %m", (void *)evd);
 	if (evd->wake_fd >= 0 && close(evd->wake_fd))
 		ofx_warn("evd %p: close eventfd: %m", (void *)evd);
 	free(evd->ring);
+	ofx_waiter_fini(&evd->notify_idle);
 	pthread_mutex_destroy(&evd->lock);
 	ofx_obj_fini(&evd->obj);
 	free(evd);
@@ -464,10 +471,29 @@ int ofx_evd_post_async(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_HANDLE han
 	return ofx_evd_post(evd, &ev);
 }
 
+/*
+ * Works on any struct ofx_ia (unit tests build bare ones).  Device events
+ * stop reaching an IA when ia_close takes it off its list of open IAs; the
+ * async EVD outlives every object an event could name.
+ */
+void ofx_ia_post_async(struct ofx_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle)
+{
+	if (!ia || !ia->async_evd)
+		return;
+	ofx_evd_post_async(ia->async_evd, num, handle);
+}
+
 struct evd_notify {
-	struct ofx_ep *ep;
+	struct ofx_cookie_owner *owner;
 	const struct ibv_wc *wc;	/* into the caller's wc array */
 };
+
+/* Runs the owners' follow-ups a drain collected (no EVD lock held). */
+static void evd_run_notify(const struct evd_notify *notify, int n)
+{
+	for (int i = 0; i < n; i++)
+		notify[i].owner->ops->notify(notify[i].owner, notify[i].wc);
+}
 
 /* The ring slot after the last queued event.  Requires evd->lock. */
 static inline DAT_COUNT evd_tail_locked(const struct ofx_evd *evd)
@@ -482,19 +508,19 @@ static inline DAT_COUNT evd_tail_locked(const struct ofx_evd *evd)
  * ring is full.  With *direct_p set (a dequeue that found the ring empty),
  * the first event goes straight into that DAT_EVENT rather than through the
  * ring and *direct_p is cleared: it is the oldest, and it saves a copy.
- * A batch that needs EP follow-ups ends the pass (they are rare: RTR and
- * errors) so that `notify` still points into `wc`; *more_p then tells the
+ * A batch that needs owners' follow-ups ends the pass (they are rare: RTR
+ * and errors) so that `notify` still points into `wc`; *more_p then tells the
  * caller to run them unlocked and come back.  Returns the number of events
  * produced or -errno.  Inlined into its two callers: on the dequeue path the
  * call and its out-parameters cost more than the loop does for one event.
  */
 static inline __attribute__((always_inline)) int
-evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
-		 struct evd_notify *notify, int *nnotify_p, bool *more_p)
+evd_drain_cq_locked(struct ofx_evd *evd, struct ibv_cq *cq, DAT_EVENT **direct_p,
+		    struct ibv_wc *wc, struct evd_notify *notify, int *nnotify_p, bool *more_p)
 {
 	DAT_EVENT *direct = direct_p ? *direct_p : NULL;
 	int added = 0, nnotify = 0;
-	struct ofx_ep *nep;
+	struct ofx_cookie_owner *nowner;
 	DAT_COUNT tail;
 	int space, n, got, i;
 
@@ -504,7 +530,7 @@ evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
 		if (space <= 0)
 			break;
 		n = space < evd->poll_batch ? space : evd->poll_batch;
-		got = ofx_verbs->poll_cq(evd->cq, n, wc);
+		got = ofx_verbs->poll_cq(cq, n, wc);
 		if (ofx_unlikely(got < 0)) {
 			ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
 			added = -EIO;
@@ -514,7 +540,7 @@ evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
 		for (i = 0; i < got; i++) {
 			DAT_EVENT *slot = direct ? direct : &evd->ring[tail];
 
-			if (ofx_dto_convert_inline(&wc[i], slot, &nep)) {
+			if (ofx_dto_convert_inline(&wc[i], slot, &nowner)) {
 				slot->evd_handle = (DAT_EVD_HANDLE)evd;
 				added++;
 				if (slot == direct) {
@@ -525,8 +551,8 @@ evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
 						tail = 0;
 				}
 			}
-			if (ofx_unlikely(nep != NULL)) {
-				notify[nnotify].ep = nep;
+			if (ofx_unlikely(nowner != NULL)) {
+				notify[nnotify].owner = nowner;
 				notify[nnotify].wc = &wc[i];
 				nnotify++;
 			}
@@ -544,11 +570,92 @@ evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
 	return added;
 }
 
+/*
+ * The CQs the EVD moved away from, after the current one (their QPs'
+ * completions have no order relative to the current CQ's).  Stops at the
+ * first CQ that needs owner notifications, with *more_p set so the caller
+ * drains again.  Out of line: only devices without CQ resize get here.
+ */
+static __attribute__((noinline)) int
+evd_drain_old_cqs_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
+			 struct evd_notify *notify, int *nnotify_p, bool *more_p)
+{
+	int added = 0, ret;
+
+	for (int i = 0; i < evd->n_old_cqs; i++) {
+		ret = evd_drain_cq_locked(evd, evd->old_cqs[i], direct_p, wc, notify, nnotify_p,
+					  more_p);
+		if (ret < 0)
+			return ret;
+		added += ret;
+		if (*nnotify_p) {
+			*more_p = true;
+			break;
+		}
+	}
+	return added;
+}
+
+static inline __attribute__((always_inline)) int
+evd_drain_locked(struct ofx_evd *evd, DAT_EVENT **direct_p, struct ibv_wc *wc,
+		 struct evd_notify *notify, int *nnotify_p, bool *more_p)
+{
+	int added = evd_drain_cq_locked(evd, evd->cq, direct_p, wc, notify, nnotify_p, more_p);
+	int old;
+
+	if (ofx_likely(!evd->n_old_cqs) || added < 0 || *nnotify_p)
+		return added;
+	old = evd_drain_old_cqs_locked(evd, direct_p, wc, notify, nnotify_p, more_p);
+	return old < 0 ? old : added + old;
+}
+
+/* Arms every CQ of the EVD for one completion event; 0 or -EIO. */
+static int evd_arm_cqs(struct ofx_evd *evd)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&evd->lock);
+	if (ofx_verbs->req_notify_cq(evd->cq, 0))
+		ret = -EIO;
+	for (int i = 0; i < evd->n_old_cqs; i++)
+		if (ofx_verbs->req_notify_cq(evd->old_cqs[i], 0))
+			ret = -EIO;
+	pthread_mutex_unlock(&evd->lock);
+	if (ret)
+		ofx_err("evd %p: ibv_req_notify_cq failed", (void *)evd);
+	return ret;
+}
+
+/* A drain is done calling owners' notify ops; the last one wakes teardown. */
+static void evd_notify_done(struct ofx_evd *evd)
+{
+	if (atomic_fetch_sub(&evd->notify_inflight, 1) == 1)
+		ofx_waiter_wake(&evd->notify_idle);
+}
+
+static bool evd_notify_is_idle(void *arg)
+{
+	struct ofx_evd *evd = arg;
+
+	return atomic_load(&evd->notify_inflight) == 0;
+}
+
+void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
+{
+	/* taking the lock orders us after any drain that saw the EP alive */
+	pthread_mutex_lock(&evd->lock);
+	pthread_mutex_unlock(&evd->lock);
+	while (ofx_waiter_wait(&evd->notify_idle, evd_notify_is_idle, evd,
+			       ofx_now_ns() + 5000000000ull))
+		ofx_warn("evd %p: a completion handler has run for 5 s, still waiting",
+			 (void *)evd);
+}
+
 int ofx_evd_drain_cq(struct ofx_evd *evd)
 {
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
 	struct evd_notify notify[OFX_EVD_POLL_MAX];
-	int total = 0, nnotify, ret, i;
+	int total = 0, nnotify, ret;
 	bool more;
 
 	if (!evd->cq)
@@ -564,10 +671,9 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 		if (nnotify)
 			atomic_fetch_add(&evd->notify_inflight, 1);
 		pthread_mutex_unlock(&evd->lock);
-		for (i = 0; i < nnotify; i++)
-			ofx_ep_dto_notify(notify[i].ep, notify[i].wc);
+		evd_run_notify(notify, nnotify);
 		if (nnotify)
-			atomic_fetch_sub(&evd->notify_inflight, 1);
+			evd_notify_done(evd);
 		if (ret < 0)
 			return ret;
 		total += ret;
@@ -575,19 +681,30 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 	return total;
 }
 
+bool ofx_evd_drain_all(struct ofx_evd *evd)
+{
+	bool room;
+
+	if (!evd || !evd->cq)
+		return true;
+	ofx_evd_drain_cq(evd);
+	pthread_mutex_lock(&evd->lock);
+	room = evd->count < evd->qlen;
+	pthread_mutex_unlock(&evd->lock);
+	return room;
+}
+
 /* Reads every pending completion event of the channel and acknowledges them. */
 static void evd_consume_channel(struct ofx_evd *evd)
 {
 	struct ibv_cq *cq;
 	void *ctx;
-	unsigned int n = 0;
 
+	/* each event is acked on its own CQ: the EVD may have several */
 	while (!ofx_verbs->get_cq_event(evd->channel, &cq, &ctx))
-		n++;
+		ofx_verbs->ack_cq_events(cq, 1);
 	if (errno != EAGAIN && errno != EWOULDBLOCK)
 		ofx_warn("evd %p: ibv_get_cq_event: %m", (void *)evd);
-	if (n)
-		ofx_verbs->ack_cq_events(evd->cq, n);
 }
 
 /*
@@ -602,14 +719,44 @@ static void evd_cno_channel_ready(void *arg)
 	struct ofx_cno_agent_call call;
 
 	evd_consume_channel(evd);
-	if (ofx_verbs->req_notify_cq(evd->cq, 0))
-		ofx_warn("evd %p: ibv_req_notify_cq failed", (void *)evd);
+	evd_arm_cqs(evd);
 	if (ofx_evd_drain_cq(evd) < 0)
 		return;
 	pthread_mutex_lock(&evd->lock);
 	evd_notify_locked(evd, &call);
 	pthread_mutex_unlock(&evd->lock);
 	ofx_cno_agent_run(&call);
+}
+
+int ofx_evd_wait_cq(struct ofx_evd *evd, uint64_t deadline_ns)
+{
+	struct pollfd pfd;
+	int ret;
+
+	if (!evd->cq || !evd->channel)
+		return -ENODEV;
+	ret = ofx_evd_drain_cq(evd);
+	if (ret < 0)
+		return ret;
+	/* arm, then drain again: a completion between the two is not lost */
+	if (evd_arm_cqs(evd))
+		return -EIO;
+	ret = ofx_evd_drain_cq(evd);
+	if (ret < 0)
+		return ret;
+	pfd.fd = evd->channel->fd;
+	pfd.events = POLLIN;
+	pfd.revents = 0;
+	ret = poll(&pfd, 1, ofx_poll_timeout_ms(deadline_ns));
+	if (ret < 0 && errno != EINTR) {
+		ret = -errno;
+		ofx_err("evd %p: poll: %m", (void *)evd);
+		return ret;
+	}
+	if (ret > 0)
+		evd_consume_channel(evd);
+	ret = ofx_evd_drain_cq(evd);
+	return ret < 0 ? ret : 0;
 }
 
 static void evd_consume_wake(struct ofx_evd *evd)
@@ -621,11 +768,45 @@ static void evd_consume_wake(struct ofx_evd *evd)
 }
 
 /*
+ * A waiter cancelled in poll() (MVAPICH2 cancels its on-demand connection
+ * thread, asynchronously, at MPI_Finalize) leaves the EVD free to be freed:
+ * this runs as that thread unwinds.  It holds no EVD lock then (see below).
+ */
+static void evd_wait_cancelled(void *arg)
+{
+	struct ofx_evd *evd = arg;
+
+	pthread_mutex_lock(&evd->lock);
+	evd->waiter = false;
+	pthread_mutex_unlock(&evd->lock);
+}
+
+/*
+ * evd_wait runs with cancellation disabled (ofx_evd_wait), so a cancel can
+ * never strike with a lock held or a log line half written; poll() is the
+ * one place where it may, in deferred mode (for a caller that had
+ * cancellation enabled), and then the cleanup handler gives the EVD back.
+ */
+static int evd_poll_cancellable(struct ofx_evd *evd, struct pollfd *pfd, int nfd, int ms)
+{
+	int ret, saved_errno, ignored;
+
+	pthread_cleanup_push(evd_wait_cancelled, evd);
+	pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &ignored);
+	ret = poll(pfd, (nfds_t)nfd, ms);
+	saved_errno = errno;
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &ignored);
+	pthread_cleanup_pop(0);
+	errno = saved_errno;
+	return ret;
+}
+
+/*
  * Wait loop of evd_wait; runs with evd->waiter set and the lock dropped.
  * Returns with the lock held.
  */
 static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
-				DAT_EVENT *event, DAT_COUNT *nmore)
+				DAT_EVENT *event, DAT_COUNT *nmore, int cancel_state)
 {
 	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
 			    ofx_now_ns() + (uint64_t)timeout * 1000;
@@ -662,8 +843,7 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 
 		if (evd->cq && !armed) {
 			/* Arm, then drain again: a completion between the two is not lost. */
-			if (ofx_verbs->req_notify_cq(evd->cq, 0)) {
-				ofx_err("evd %p: ibv_req_notify_cq failed", (void *)evd);
+			if (evd_arm_cqs(evd)) {
 				pthread_mutex_lock(&evd->lock);
 				return ofx_dat_status(-EIO, OFX_OBJ_EVD);
 			}
@@ -680,7 +860,8 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 			pfd[nfd].events = POLLIN;
 			pfd[nfd++].revents = 0;
 		}
-		ret = poll(pfd, nfd, ms);
+		ret = cancel_state == PTHREAD_CANCEL_ENABLE ?
+		      evd_poll_cancellable(evd, pfd, nfd, ms) : poll(pfd, (nfds_t)nfd, ms);
 		if (ret < 0 && errno != EINTR) {
 			ret = -errno;
 			ofx_err("evd %p: poll: %m", (void *)evd);
@@ -702,6 +883,7 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 			DAT_EVENT *event, DAT_COUNT *nmore)
 {
 	struct ofx_evd *evd = ofx_evd_from_handle(h);
+	int cancel_state, cancel_type, ignored;
 	DAT_RETURN status;
 
 	if (!evd)
@@ -709,6 +891,11 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 	if (!event)
 		return OFX_INVALID_ARG(4);
 
+	/* cancellable only inside poll(), deferred: see evd_poll_cancellable */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
+	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &cancel_type);
+	if (cancel_state != PTHREAD_CANCEL_ENABLE)
+		cancel_state = PTHREAD_CANCEL_DISABLE;
 	pthread_mutex_lock(&evd->lock);
 	if (threshold <= 0 || threshold > evd->qlen || (threshold > 1 && !evd->cq)) {
 		status = OFX_INVALID_ARG(3);
@@ -729,10 +916,12 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 	evd->waiter = true;
 	pthread_mutex_unlock(&evd->lock);
 
-	status = evd_wait_loop(evd, timeout, threshold, event, nmore);
+	status = evd_wait_loop(evd, timeout, threshold, event, nmore, cancel_state);
 	evd->waiter = false;
 out_unlock:
 	pthread_mutex_unlock(&evd->lock);
+	pthread_setcanceltype(cancel_type, &ignored);
+	pthread_setcancelstate(cancel_state, &ignored);
 	return status;
 }
 
@@ -763,9 +952,8 @@ static __attribute__((noinline)) DAT_RETURN evd_dequeue_from_cq(struct ofx_evd *
 		status = DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
 	pthread_mutex_unlock(&evd->lock);
 	if (ofx_unlikely(nnotify)) {
-		for (int i = 0; i < nnotify; i++)
-			ofx_ep_dto_notify(notify[i].ep, notify[i].wc);
-		atomic_fetch_sub(&evd->notify_inflight, 1);
+		evd_run_notify(notify, nnotify);
+		evd_notify_done(evd);
 	}
 	return status;
 }
@@ -858,6 +1046,10 @@ DAT_RETURN ofx_evd_free(DAT_EVD_HANDLE h)
 	pthread_mutex_lock(&evd->lock);
 	busy = atomic_load(&evd->refs) > 0 || evd->waiter ||
 	       (evd->obj.ia && evd == evd->obj.ia->async_evd);
+	if (busy)
+		ofx_info("evd %p in use, not freed: %d references (eps, sps, srqs)%s%s",
+			 (void *)evd, atomic_load(&evd->refs), evd->waiter ? ", a waiter" : "",
+			 evd->obj.ia && evd == evd->obj.ia->async_evd ? ", the ia's async evd" : "");
 	pthread_mutex_unlock(&evd->lock);
 	if (busy)
 		return evd_err_state(DAT_INVALID_STATE_EVD_IN_USE);
@@ -865,35 +1057,101 @@ DAT_RETURN ofx_evd_free(DAT_EVD_HANDLE h)
 	return DAT_SUCCESS;
 }
 
-void ofx_evd_reserve_cqes(struct ofx_evd *evd, int n)
+/*
+ * Moves the EVD to a new CQ of at least `cqe` entries on the same channel;
+ * the current one joins old_cqs.  The new CQ is armed at once: a waiter
+ * already in poll() armed only the CQs it knew of.  evd->lock held.
+ */
+static int evd_move_to_new_cq(struct ofx_evd *evd, int cqe)
 {
-	int max, want, ret;
+	struct ibv_cq *cq;
+	int ret;
+
+	if (evd->n_old_cqs == OFX_EVD_OLD_CQS) {
+		ofx_err("evd %p: %d cqs already, cannot add one of %d entries", (void *)evd,
+			evd->n_old_cqs + 1, cqe);
+		return -ENOSPC;
+	}
+	cq = ofx_verbs->create_cq(evd->obj.ia->verbs, cqe, evd, evd->channel, 0);
+	if (!cq) {
+		ret = errno ? -errno : -ENOMEM;
+		ofx_err("evd %p: ibv_create_cq cqe %d for the moved evd: %m", (void *)evd, cqe);
+		return ret;
+	}
+	if (ofx_verbs->req_notify_cq(cq, 0))
+		ofx_warn("evd %p: ibv_req_notify_cq of the new cq failed", (void *)evd);
+	evd->old_cqs[evd->n_old_cqs++] = evd->cq;
+	evd->cq = cq;
+	evd->cq_depth = cq->cqe;
+	return 0;
+}
+
+/* Makes the current CQ hold evd->cq_reserved entries (see evd.h).  lock held. */
+static int evd_grow_cq(struct ofx_evd *evd)
+{
+	ofx_lock_assert_held(&evd->lock);
+	int max = evd->obj.ia ? evd->obj.ia->dev_attr.max_cqe : evd->cq_reserved;
+	int want, ret;
+
+	if (evd->cq_reserved > max) {
+		ofx_err("evd %p: its eps could have %d completions outstanding, the device's cqs "
+			"hold %d", (void *)evd, evd->cq_reserved, max);
+		return -ENOSPC;
+	}
+	/* double at least, so that many small EPs grow it rarely */
+	want = evd->cq_depth * 2 > evd->cq_reserved ? evd->cq_depth * 2 : evd->cq_reserved;
+	if (want > max)
+		want = max;
+	ret = evd->cq_fixed_size ? -EOPNOTSUPP : ofx_verbs->resize_cq(evd->cq, want);
+	if (!ret) {
+		evd->cq_depth = evd->cq->cqe;
+		ofx_dbg("evd %p: cq grown to %d for %d reserved", (void *)evd, evd->cq_depth,
+			evd->cq_reserved);
+		return 0;
+	}
+	if (!evd->cq_fixed_size)
+		ofx_info("evd %p: ibv_resize_cq %d -> %d: %s; new eps go to a new cq", (void *)evd,
+			 evd->cq_depth, want, strerror(-ret));
+	/* siw: EOPNOTSUPP; another failure may be transient, so resize is tried again */
+	if (ret == -EOPNOTSUPP || ret == -ENOSYS)
+		evd->cq_fixed_size = true;
+	ret = evd_move_to_new_cq(evd, want);
+	if (!ret)
+		ofx_dbg("evd %p: moved to a cq of %d for %d reserved (%d older cqs)", (void *)evd,
+			evd->cq_depth, evd->cq_reserved, evd->n_old_cqs);
+	return ret;
+}
+
+int ofx_evd_reserve_cqes(struct ofx_evd *evd, int n)
+{
+	int ret = 0;
 
 	if (!evd->cq || n <= 0)
-		return;
+		return 0;
 	pthread_mutex_lock(&evd->lock);
 	evd->cq_reserved += n;
 	if (evd->cq_reserved > evd->cq_depth) {
-		/* double at least, so that many small EPs resize rarely */
-		max = evd->obj.ia ? evd->obj.ia->dev_attr.max_cqe : evd->cq_reserved;
-		want = evd->cq_depth * 2 > evd->cq_reserved ? evd->cq_depth * 2 : evd->cq_reserved;
-		if (want > max)
-			want = max;
-		ret = want > evd->cq_depth ? ofx_verbs->resize_cq(evd->cq, want) : 0;
+		ret = evd_grow_cq(evd);
 		if (ret)
-			ofx_warn_once("evd %p: ibv_resize_cq %d -> %d: %s", (void *)evd,
-				      evd->cq_depth, want, strerror(ret));
-		else
-			evd->cq_depth = evd->cq->cqe;
-		if (evd->cq_reserved > evd->cq_depth)
-			ofx_warn_once("evd %p: its EPs can have %d completions outstanding, the cq "
-				      "holds %d: it may overflow", (void *)evd, evd->cq_reserved,
-				      evd->cq_depth);
-		else
-			ofx_dbg("evd %p: cq grown to %d for %d reserved", (void *)evd,
-				evd->cq_depth, evd->cq_reserved);
+			evd->cq_reserved -= n;
 	}
 	pthread_mutex_unlock(&evd->lock);
+	return ret;
+}
+
+struct ibv_cq *ofx_evd_cq(struct ofx_evd *evd)
+{
+	struct ibv_cq *cq;
+
+	pthread_mutex_lock(&evd->lock);
+	cq = evd->cq;
+	pthread_mutex_unlock(&evd->lock);
+	return cq;
+}
+
+struct ibv_cq *ofx_evd_qp_cq(struct ofx_ia *ia, struct ofx_evd *evd)
+{
+	return evd && evd->cq ? ofx_evd_cq(evd) : ia->empty_cq;
 }
 
 void ofx_evd_unreserve_cqes(struct ofx_evd *evd, int n)

@@ -4,10 +4,15 @@
 
 #include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <infiniband/verbs.h>
 #include "obj.h"
+#include "wait.h"
 
 struct ofx_cno;
+
+/* CQs an EVD may have moved away from (each move at least doubles the depth). */
+#define OFX_EVD_OLD_CQS 16
 
 /*
  * An event dispatcher.  Every EVD has a ring of pending DAT events and an
@@ -44,13 +49,24 @@ struct ofx_evd {
 	int wake_fd;		/* eventfd */
 
 	struct ibv_comp_channel *channel;	/* DTO/RMR_BIND EVDs only */
+	/*
+	 * The CQ new QPs are created on.  On a device that cannot resize CQs
+	 * (siw) the EVD moves to a larger CQ instead; the CQs before it stay
+	 * in old_cqs, polled and armed with it, until the EVD is freed, since
+	 * the QPs created on them still complete there.  cq, old_cqs and the
+	 * counts change under lock only (ofx_evd_reserve_cqes).
+	 */
 	struct ibv_cq *cq;
-	int cq_depth;
+	struct ibv_cq *old_cqs[OFX_EVD_OLD_CQS];
+	int n_old_cqs;
+	bool cq_fixed_size;	/* resize_cq failed once: move instead */
+	int cq_depth;		/* of cq */
 	int cq_reserved;	/* WRs the attached EPs can have outstanding; lock */
 	int poll_batch;		/* completions per ibv_poll_cq (cq_batch, fixed at create) */
 
-	/* drains that are calling ofx_ep_dto_notify() outside the lock */
+	/* drains that are calling owners' notify ops (dto.h) outside the lock */
 	atomic_int notify_inflight;
+	struct ofx_waiter notify_idle;	/* woken when notify_inflight drops to 0 */
 
 	struct ofx_cno *cno;	/* guarded by lock; see evd_attach_cno() */
 	atomic_int refs;	/* EPs, SPs, SRQs that reference this EVD */
@@ -96,25 +112,59 @@ int ofx_evd_post_conn(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE e
 int ofx_evd_post_cr(struct ofx_evd *evd, DAT_SP_HANDLE sp, DAT_IA_ADDRESS_PTR local_addr,
 		    DAT_CONN_QUAL qual, DAT_CR_HANDLE cr);
 int ofx_evd_post_async(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_HANDLE handle);
+/*
+ * Posts an asynchronous error to `ia`'s async EVD (any thread); nothing if
+ * the IA has none.  Here rather than in ia.c: the async EVD is an EVD, and
+ * every object below the IA API can post to it without calling up.
+ */
+void ofx_ia_post_async(struct ofx_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle);
 
 /*
  * Polls up to the ring's free space of CQ entries into the ring (batched
  * ibv_poll_cq), converting with ofx_dto_convert().  Takes evd->lock itself;
- * runs ofx_ep_dto_notify() for returned EPs after unlocking.  Returns the
+ * runs the notify op of each owner it returned after unlocking.  Returns the
  * number of events added or a negative errno.
  */
 int ofx_evd_drain_cq(struct ofx_evd *evd);
+/*
+ * ofx_evd_drain_cq, then whether the CQ is known empty: false when the ring
+ * filled up (CQEs may remain behind it).  NULL-safe.
+ */
+bool ofx_evd_drain_all(struct ofx_evd *evd);
+/*
+ * A wait for the EVD's next completion where no progress engine polls for
+ * it (XRC teardown at ia_close, after the engine stopped): drains the CQs,
+ * arms them, drains again and waits in poll() on the completion channel
+ * until a completion event (consumed, the CQs drained once more) or the
+ * CLOCK_MONOTONIC deadline.  0 then, or a negative errno (-ENODEV: no CQ).
+ * Takes the channel's events from a consumer waiting on the EVD meanwhile.
+ */
+int ofx_evd_wait_cq(struct ofx_evd *evd, uint64_t deadline_ns);
 
 /*
  * An EP reserves room in the CQ for every work request it can have
- * outstanding on it (`n`); the CQ grows (ibv_resize_cq, never shrinks) when
- * the reservations exceed its depth, so the device never drops a completion
- * because the consumer asked for a small EVD.  The ring keeps its qlen: a
- * drain takes what fits and the rest waits in the CQ.  A device that cannot
- * resize keeps the old depth (warned once).
+ * outstanding on it (`n`) before its QP is created, so the device never
+ * drops a completion because the consumer asked for a small EVD.  When the
+ * reservations exceed the depth the CQ grows (ibv_resize_cq, never shrinks);
+ * where the device cannot resize, the EVD moves to a new CQ deep enough for
+ * all reservations (see old_cqs).  The ring keeps its qlen: a drain takes
+ * what fits and the rest waits in the CQ.  Returns 0, or -ENOSPC (more than
+ * the device's max_cqe, or too many moves) / the CQ creation's error, with
+ * nothing reserved.
  */
-void ofx_evd_reserve_cqes(struct ofx_evd *evd, int n);
+int ofx_evd_reserve_cqes(struct ofx_evd *evd, int n);
+/* The CQ a new QP of an EP that reserved on `evd` is created on. */
+struct ibv_cq *ofx_evd_cq(struct ofx_evd *evd);
+/* The same for any side of a QP: `evd` may be NULL (the IA's empty CQ then). */
+struct ibv_cq *ofx_evd_qp_cq(struct ofx_ia *ia, struct ofx_evd *evd);
 void ofx_evd_unreserve_cqes(struct ofx_evd *evd, int n);
+
+/*
+ * Returns once no drain of `evd` is still calling a notify op for an owner
+ * (an EP) that it found before the caller's change (EP teardown).  Bounded by
+ * the notify calls in flight; a stuck one is reported every few seconds.
+ */
+void ofx_evd_wait_notify_idle(struct ofx_evd *evd);
 
 /* Takes/drops a reference held by an EP, SP or SRQ. */
 void ofx_evd_get(struct ofx_evd *evd);

@@ -6,11 +6,12 @@
 #include "cno.h"
 #include "cr.h"
 #include "ep.h"
+#include "ep_recv.h"
 #include "evd.h"
+#include "instance.h"
 #include "lmr.h"
 #include "log.h"
 #include "progress.h"
-#include "provider.h"
 #include "pz.h"
 #include "rmr.h"
 #include "sp.h"
@@ -37,8 +38,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-/* Below this value an IA handle is a libdat2 index (contract 1.7). */
-#define OFX_IA_INDEX_LIMIT 0x10000
 #define OFX_ASYNC_QLEN_MIN 8
 /* Provider-specific attributes reported by ia_query. */
 #define OFX_IA_NATTR 23
@@ -84,56 +83,6 @@ static const char *ofx_transport_str(enum ofx_transport t)
 		return "iWARP";
 	}
 	return "unknown";
-}
-
-struct ofx_ia *ofx_ia_lookup(DAT_IA_HANDLE h)
-{
-	DAT_IA_HANDLE raw = h;
-
-	if (!h)
-		return NULL;
-	if ((uintptr_t)h < OFX_IA_INDEX_LIMIT) {
-		if (dats_get_ia_handle(h, &raw) != DAT_SUCCESS ||
-		    (uintptr_t)raw < OFX_IA_INDEX_LIMIT)
-			return NULL;
-	}
-	return ofx_ia_from_handle(raw);
-}
-
-DAT_IA_HANDLE ofx_ia_dat_handle(struct ofx_ia *ia)
-{
-	DAT_IA_HANDLE idx;
-
-	/* Not yet (or never) known to libdat2, e.g. inside ia_open: the pointer. */
-	if (dats_get_ia_handle((DAT_IA_HANDLE)ia, &idx) != DAT_SUCCESS || !idx)
-		return (DAT_IA_HANDLE)ia;
-	return idx;
-}
-
-void ofx_ia_link(struct ofx_ia *ia, struct ofx_obj *obj)
-{
-	pthread_mutex_lock(&ia->obj_lock);
-	ofx_list_add_tail(&ia->objects, &obj->ia_link);
-	pthread_mutex_unlock(&ia->obj_lock);
-}
-
-void ofx_ia_unlink(struct ofx_ia *ia, struct ofx_obj *obj)
-{
-	pthread_mutex_lock(&ia->obj_lock);
-	ofx_list_del(&obj->ia_link);
-	pthread_mutex_unlock(&ia->obj_lock);
-}
-
-/*
- * Works on any struct ofx_ia (unit tests build bare ones).  Device events
- * stop reaching an IA when ia_close takes it off ofx_ias; the async EVD
- * outlives every object an event could name.
- */
-void ofx_ia_post_async(struct ofx_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handle)
-{
-	if (!ia || !ia->async_evd)
-		return;
-	ofx_evd_post_async(ia->async_evd, num, handle);
 }
 
 /* Device-wide events go to every IA open on the device (and port, if given). */
@@ -225,13 +174,43 @@ static struct ofx_srq *ofx_ia_srq(struct ibv_srq *vsrq)
 }
 
 /*
+ * XRC INI and TGT QPs carry xrc.c's contexts, not a struct ofx_obj: xrc.c
+ * finds them in the tables of the IA that made it, which may be another IA
+ * on the same (shared) device context.  True if the event was an XRC QP's.
+ */
+static bool ofx_ia_xrc_qp_event(struct ofx_ia *ia, struct ibv_async_event *ev)
+{
+	enum ibv_qp_type type = ev->element.qp->qp_type;
+	struct ofx_list *pos, *tmp;
+	struct ofx_ia *owner = NULL;
+
+	if (type != IBV_QPT_XRC_SEND && type != IBV_QPT_XRC_RECV)
+		return false;
+	if (ofx_xrc_qp_event(ia, ev))
+		return true;
+	pthread_mutex_lock(&ofx_ias_lock);
+	ofx_list_for_each_safe(pos, tmp, &ofx_ias) {
+		struct ofx_ia *o = &container_of(pos, struct ofx_ia_priv, all_link)->ia;
+
+		if (o != ia && o->verbs == ia->verbs && ofx_xrc_owns_qp(o, ev->element.qp))
+			owner = o;
+	}
+	pthread_mutex_unlock(&ofx_ias_lock);
+	/* the QP cannot go before this event is acknowledged: owner stays open */
+	if (!owner || !ofx_xrc_qp_event(owner, ev))
+		ofx_dbg("device %s: %s on foreign xrc qp 0x%x", ofx_ia_dev_name(ia),
+			ibv_event_type_str(ev->event_type), ev->element.qp->qp_num);
+	return true;
+}
+
+/*
  * Contract 3.2 "Async".  The context pointers are ours when the object is:
  * qp_context is the struct ofx_ep, cq_context the struct ofx_evd,
  * srq_context the SRQ object (any struct starting with struct ofx_obj).  The
  * caller acknowledges the event after this returns, which is what lets
  * those objects' destroy calls wait for us.
  */
-static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
+void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 {
 	const char *what = ibv_event_type_str(ev->event_type);
 	struct ofx_srq *srq;
@@ -239,15 +218,25 @@ static void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+	case IBV_EVENT_SQ_DRAINED:
+	case IBV_EVENT_COMM_EST:
+	case IBV_EVENT_PATH_MIG:
+	case IBV_EVENT_PATH_MIG_ERR:
+		if (ofx_ia_xrc_qp_event(ia, ev))
+			return;
+		break;
+	default:
+		break;
+	}
+	switch (ev->event_type) {
+	case IBV_EVENT_QP_LAST_WQE_REACHED:
 		ep = ofx_ia_qp_ep(ev->element.qp);
-		if (ep && ep->srq) {
-			/*
-			 * Normal on an SRQ EP whose QP went to error: srq.c
-			 * reports it once per connection, as stock does.
-			 */
-			ofx_srq_ep_last_wqe(ep);
+		/* normal on an SRQ EP whose QP went to error (ep_srq.c) */
+		if (ep && ep->recv->last_wqe(ep))
 			break;
-		}
 		/* fall through */
 	case IBV_EVENT_QP_FATAL:
 	case IBV_EVENT_QP_REQ_ERR:
@@ -487,6 +476,7 @@ static int ofx_ia_device_open(struct ofx_ia *ia)
 	else
 		ia->transport = OFX_TRANSPORT_IB;
 	ia->wc_inv_kernel_bit = ia->dev_attr.vendor_id == OFX_RXE_VENDOR_ID;
+	ia->read_rtr_unsafe = ia->dev_attr.vendor_id == OFX_SIW_VENDOR_ID;
 
 	ofx_info("ia %s: %s on device %s port %u (%s)", ia->prov->name, addr_str,
 		 ofx_ia_dev_name(ia), ia->port_num, ofx_transport_str(ia->transport));

@@ -2,10 +2,9 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_MEM
 #include "lmr.h"
 
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "pz.h"
-#include "rmr.h"
 #include "status.h"
 #include "verbs.h"
 
@@ -20,6 +19,15 @@
  * Contract 4.5.  Local read is implicit in verbs.  Verbs refuses remote
  * write or remote atomic access without local write, so those imply it.
  */
+int ofx_lmr_mw_access(const struct ofx_ia *ia)
+{
+	int types = IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2A |
+		    IBV_DEVICE_MEM_WINDOW_TYPE_2B;
+
+	return ia->dev_attr.max_mw > 0 && (ia->dev_attr.device_cap_flags & types) ?
+	       IBV_ACCESS_MW_BIND : 0;
+}
+
 int ofx_lmr_access_flags(DAT_MEM_PRIV_FLAGS priv)
 {
 	int access = 0;
@@ -100,7 +108,7 @@ DAT_RETURN ofx_lmr_create(DAT_IA_HANDLE ia_h, DAT_MEM_TYPE type, DAT_REGION_DESC
 	}
 	/* MW_BIND where the device has windows, so that RMRs can be bound to it */
 	lmr->mr = ofx_verbs->reg_mr(pz->pd, addr, size,
-				    ofx_lmr_access_flags(priv) | ofx_rmr_mr_access(ia));
+				    ofx_lmr_access_flags(priv) | ofx_lmr_mw_access(ia));
 	if (!lmr->mr) {
 		ret = errno ? -errno : -ENOMEM;
 		ofx_err("ibv_reg_mr addr %p len %zu priv 0x%x pz %p: %m", addr, size,

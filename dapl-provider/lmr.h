@@ -5,6 +5,7 @@
 #include <infiniband/verbs.h>
 #include "obj.h"
 
+struct ofx_ia;
 struct ofx_pz;
 
 struct ofx_lmr {
@@ -21,6 +22,12 @@ OFX_DEFINE_FROM_HANDLE(lmr, LMR)
 
 /* Translates DAT memory privileges to ibv access flags (local read implied). */
 int ofx_lmr_access_flags(DAT_MEM_PRIV_FLAGS priv);
+/*
+ * Extra ibv_reg_mr access an LMR needs to take windows: IBV_ACCESS_MW_BIND
+ * when the device has memory windows of a type rmr.c makes (ofx_rmr_type
+ * builds on this), else 0.
+ */
+int ofx_lmr_mw_access(const struct ofx_ia *ia);
 
 DAT_RETURN ofx_lmr_create(DAT_IA_HANDLE ia, DAT_MEM_TYPE type, DAT_REGION_DESCRIPTION region,
 			  DAT_VLEN len, DAT_PZ_HANDLE pz, DAT_MEM_PRIV_FLAGS priv,

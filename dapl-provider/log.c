@@ -2,8 +2,8 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_CORE
 #include "log.h"
 
-#include "config.h"
-#include "obj.h"
+#include "env.h"
+#include "util.h"
 
 #include <fcntl.h>
 #include <pthread.h>
@@ -179,9 +179,9 @@ void ofx_log_init(void)
 	log_initialized = true;
 	pthread_mutex_unlock(&log_lock);
 
-	level_env = ofx_config_env("DAPL_OFX_LOG_LEVEL");
-	subsys_env = ofx_config_env("DAPL_OFX_LOG_SUBSYS");
-	file_env = ofx_config_env("DAPL_OFX_LOG_FILE");
+	level_env = ofx_env_get("DAPL_OFX_LOG_LEVEL");
+	subsys_env = ofx_env_get("DAPL_OFX_LOG_SUBSYS");
+	file_env = ofx_env_get("DAPL_OFX_LOG_FILE");
 
 	if (file_env) {
 		ret = open_sink(file_env, &owned);

@@ -7,15 +7,7 @@
 #include <pthread.h>
 #include <dat2/udat.h>
 #include <dat2/dat_registry.h>	/* DAT_PROVIDER */
-
-#define container_of(ptr, type, member) \
-	((type *)((char *)(ptr) - offsetof(type, member)))
-
-#define OFX_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
-
-/* Branch hints for the data path: errors and rare cases go out of line. */
-#define ofx_likely(x) __builtin_expect(!!(x), 1)
-#define ofx_unlikely(x) __builtin_expect(!!(x), 0)
+#include "util.h"
 
 /* Builds a DAT_RETURN with the error class bit; libdat2 does not export it. */
 #define OFX_DAT_ERR(type, sub) ((DAT_RETURN)(DAT_CLASS_ERROR | (type) | (sub)))
@@ -45,40 +37,6 @@ enum ofx_obj_type {
 #undef OFX_OBJ_ENUM
 	OFX_OBJ_TYPE_COUNT
 };
-
-/* Doubly linked intrusive list; an empty list points at itself. */
-struct ofx_list {
-	struct ofx_list *next, *prev;
-};
-
-static inline void ofx_list_init(struct ofx_list *l)
-{
-	l->next = l->prev = l;
-}
-
-static inline bool ofx_list_empty(const struct ofx_list *l)
-{
-	return l->next == l;
-}
-
-static inline void ofx_list_add_tail(struct ofx_list *head, struct ofx_list *n)
-{
-	n->prev = head->prev;
-	n->next = head;
-	head->prev->next = n;
-	head->prev = n;
-}
-
-static inline void ofx_list_del(struct ofx_list *n)
-{
-	n->prev->next = n->next;
-	n->next->prev = n->prev;
-	ofx_list_init(n);
-}
-
-#define ofx_list_for_each_safe(pos, tmp, head) \
-	for ((pos) = (head)->next, (tmp) = (pos)->next; (pos) != (head); \
-	     (pos) = (tmp), (tmp) = (pos)->next)
 
 struct ofx_ia;
 
@@ -123,9 +81,6 @@ static inline struct ofx_obj *ofx_obj_from_handle(const void *h, enum ofx_obj_ty
 		return obj ? container_of(obj, struct ofx_##name, obj) : NULL; \
 	}
 
-/* Initialises the header and links the object into its IA (not for the IA). */
-void ofx_obj_init(struct ofx_obj *obj, enum ofx_obj_type type, struct ofx_ia *ia);
-/* Unlinks from the IA and poisons the type tag; the caller frees the memory. */
-void ofx_obj_fini(struct ofx_obj *obj);
+/* ofx_obj_init/fini, which join and leave the IA's registry, are in ia_core.h. */
 
 #endif

@@ -3,6 +3,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <stdbool.h>
 #include <string.h>
 
 /* Trailer field offsets and bit fields (pdata.h). */
@@ -20,7 +21,7 @@
 #define EXT_SHIFT 2
 #define EXT_WORD_LEN 4
 
-/* Word 0 of the extension block when OFX_PDATA_F_XRC is set. */
+/* Word 0 of the extension block when the XRC word is sent (has_xrc_word). */
 #define EXT_XRC_SRQN 0
 
 /* Byte-wise big-endian access: the trailer has no alignment. */
@@ -67,16 +68,23 @@ static uint16_t pdata_check(const uint8_t *t, size_t ext_words)
 	return (uint16_t)~sum;
 }
 
+/* Only an XRC answer names an SRQ: an offer fits the REQ with the base trailer. */
+static bool has_xrc_word(uint8_t flags)
+{
+	return (flags & (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY)) ==
+	       (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY);
+}
+
 size_t ofx_pdata_hdr_len(uint8_t flags)
 {
-	return OFX_PDATA_HDR_LEN + ((flags & OFX_PDATA_F_XRC) ? EXT_WORD_LEN : 0) +
+	return OFX_PDATA_HDR_LEN + (has_xrc_word(flags) ? EXT_WORD_LEN : 0) +
 	       ((flags & OFX_PDATA_F_CSP) ? EXT_WORD_LEN : 0);
 }
 
 /* Extension words are assigned in flag order: XRC's SRQ number, then CSP's port. */
 static size_t ext_csp_port_index(uint8_t flags)
 {
-	return (flags & OFX_PDATA_F_XRC) ? 1 : 0;
+	return has_xrc_word(flags) ? 1 : 0;
 }
 
 /*
@@ -114,7 +122,7 @@ int ofx_pdata_encode(const struct ofx_pdata_hdr *hdr, const void *consumer,
 	memset(buf + consumer_len, 0, total - consumer_len);
 
 	t = buf + total - OFX_PDATA_HDR_LEN;
-	if (hdr->flags & OFX_PDATA_F_XRC)
+	if (has_xrc_word(hdr->flags))
 		put_be32(t - (ext_words - EXT_XRC_SRQN) * EXT_WORD_LEN, hdr->xrc_srqn);
 	if (hdr->flags & OFX_PDATA_F_CSP)
 		put_be32(t - (ext_words - ext_csp_port_index(hdr->flags)) * EXT_WORD_LEN,
@@ -158,7 +166,7 @@ int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p)
 	consumer_len = t[OFF_CONSUMER_LEN];
 	if (rtr == RTR_INVALID)
 		return -EPROTO;
-	if ((flags & OFX_PDATA_F_XRC) && ext_words <= EXT_XRC_SRQN)
+	if (has_xrc_word(flags) && ext_words <= EXT_XRC_SRQN)
 		return -EPROTO;
 	if ((flags & OFX_PDATA_F_CSP) && ext_words <= ext_csp_port_index(flags))
 		return -EPROTO;
@@ -171,7 +179,7 @@ int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p)
 	hdr_p->consumer_len = (uint16_t)consumer_len;
 	hdr_p->xrc_srqn = 0;
 	hdr_p->csp_port = 0;
-	if (flags & OFX_PDATA_F_XRC)
+	if (has_xrc_word(flags))
 		hdr_p->xrc_srqn = get_be32(t - (ext_words - EXT_XRC_SRQN) * EXT_WORD_LEN);
 	if (flags & OFX_PDATA_F_CSP)
 		hdr_p->csp_port = (uint16_t)get_be32(t - (ext_words - ext_csp_port_index(flags)) *

@@ -17,8 +17,8 @@
  * then the trailer.  On IB/RoCE the receiver always sees the whole transport
  * area (56 bytes in a REQ, 196 in a REP), so the sender pads to that area;
  * on iWARP the length is exact and no padding is needed.  The trailer is
- * kept to 8 bytes because stock dtest puts 48 bytes of consumer data in a
- * 56-byte REQ area.
+ * kept to 8 bytes, and a REQ's options need no extension word, because
+ * stock dtest puts 48 bytes of consumer data in a 56-byte REQ area.
  *
  *   | consumer (consumer_len) | zero padding | ext words (4 * n) | trailer |
  *
@@ -43,11 +43,17 @@
  * before the trailer, so word 0 is the furthest from it.  Words are
  * assigned in order to the flags that need them:
  *
- *   OFX_PDATA_F_XRC     the sender's XRC SRQ number
+ *   OFX_PDATA_F_XRC     with OFX_PDATA_F_REPLY only (the passive side's
+ *                       XRC answer, xrc.h step 2): the sender's XRC SRQ
+ *                       number.  An offer (F_XRC without F_REPLY) has no
+ *                       word: the active side's SRQ number travels in its
+ *                       CONFIRM (xrc.h step 3), so the offer takes the
+ *                       base trailer alone.  A word after an offer's
+ *                       trailer (sent by older builds) is skipped as unknown.
  *   OFX_PDATA_F_CSP     the sender's common service point port (low 16
  *                       bits), which identifies it to the peer's CSP
  *
- * so with both flags the SRQ number is word 0 and the CSP port word 1.
+ * so with both words the SRQ number is word 0 and the CSP port word 1.
  *
  * A compatible addition keeps the version and adds words after the known
  * ones; receivers skip words they do not know, which the checksum still
@@ -59,7 +65,7 @@
 #define OFX_PDATA_VERSION 1
 /* The base trailer. */
 #define OFX_PDATA_HDR_LEN 8
-/* Trailer plus the XRC SRQ number word. */
+/* Trailer plus the XRC SRQ number word (an XRC answer: F_XRC | F_REPLY). */
 #define OFX_PDATA_XRC_HDR_LEN 12
 /* Longest consumer data the u8 consumer_len can describe. */
 #define OFX_PDATA_CONSUMER_MAX 255
@@ -76,13 +82,14 @@ struct ofx_pdata_hdr {
 	uint8_t flags;
 	uint8_t rtr;
 	uint16_t consumer_len;
-	uint32_t xrc_srqn;	/* valid with OFX_PDATA_F_XRC, else 0 */
+	uint32_t xrc_srqn;	/* valid with OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY, else 0 */
 	uint16_t csp_port;	/* valid with OFX_PDATA_F_CSP, else 0 */
 };
 
 /*
  * Bytes the trailer and its extension words add on the wire for a header
- * with these flags (OFX_PDATA_HDR_LEN or OFX_PDATA_XRC_HDR_LEN).
+ * with these flags (OFX_PDATA_HDR_LEN, OFX_PDATA_XRC_HDR_LEN for an XRC
+ * answer, 4 more with OFX_PDATA_F_CSP).
  */
 size_t ofx_pdata_hdr_len(uint8_t flags);
 
@@ -91,7 +98,7 @@ size_t ofx_pdata_hdr_len(uint8_t flags);
  * `consumer` may lie inside `out`.  `area_len` is the transport's
  * private-data area to pad to (0 = no padding, iWARP).  hdr->version and
  * hdr->consumer_len are not read; hdr->xrc_srqn is sent only with
- * OFX_PDATA_F_XRC.  Returns the number of bytes to send; -EMSGSIZE if
+ * OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY.  Returns the number of bytes to send; -EMSGSIZE if
  * consumer_len exceeds OFX_PDATA_CONSUMER_MAX or consumer_len +
  * ofx_pdata_hdr_len(flags) does not fit in `out_max` (or in area_len when
  * given); -EINVAL for bad arguments (flags beyond the low nibble, rtr 3).
@@ -104,11 +111,23 @@ int ofx_pdata_encode(const struct ofx_pdata_hdr *hdr, const void *consumer,
  * a valid header is found; -ENOENT when there is none (plain consumer data,
  * e.g. from stock libdaplofa: use the buffer unchanged); -EPROTO when the
  * magic matches but the header is malformed (extension words beyond the
- * buffer, bad checksum, rtr 3, XRC without its word, consumer data
+ * buffer, bad checksum, rtr 3, an XRC answer without its word, consumer data
  * overlapping the extension words); -EPROTONOSUPPORT for an unknown
  * version.  `hdr_p` is left alone on failure.  Never reads outside
  * buf[0..len).
  */
 int ofx_pdata_decode(const void *buf, size_t len, struct ofx_pdata_hdr *hdr_p);
+
+/*
+ * Rejects.  Stock libdaplofa puts a 4-byte header in front of the
+ * consumer's reject data (so do we, and XRC's answer starts with it); the
+ * rdma_cm REJECTED status of a consumer-defined reject is
+ * IB_CM_REJ_CONSUMER_DEFINED; IB CM REJ reason "invalid service ID" means
+ * nobody listens at the address and port.
+ */
+#define OFX_REJ_HDR_LEN 4
+#define OFX_REJ_HDR 0x02000200u
+#define OFX_REJ_CONSUMER 28
+#define OFX_REJ_NO_LISTENER 8
 
 #endif

@@ -2,7 +2,7 @@
 #define OFX_LOG_SUBSYS OFX_SUBSYS_MEM
 #include "pz.h"
 
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "status.h"
 #include "verbs.h"

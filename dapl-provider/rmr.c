@@ -1,11 +1,11 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define OFX_LOG_SUBSYS OFX_SUBSYS_MEM
 #include "rmr.h"
+#include "lock.h"
 
 #include "dto.h"
-#include "ep.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "lmr.h"
 #include "log.h"
 #include "pz.h"
@@ -18,8 +18,6 @@
 #include <string.h>
 
 #define OFX_RMR_PRIV_VALID (DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC)
-#define OFX_RMR_COMPLETION_FLAGS (DAT_COMPLETION_SUPPRESS_FLAG | \
-				  DAT_COMPLETION_BARRIER_FENCE_FLAG)
 
 /*
  * Keys.  The verbs library keeps a window's current key in mw->rkey: for
@@ -39,18 +37,12 @@ static bool rmr_has_type2(const struct ofx_ia *ia)
 
 enum ibv_mw_type ofx_rmr_type(const struct ofx_ia *ia)
 {
-	if (ia->dev_attr.max_mw <= 0)
+	/* the LMRs take windows exactly when there is a type to make */
+	if (!ofx_lmr_mw_access(ia))
 		return 0;
 	if (ia->dev_attr.device_cap_flags & IBV_DEVICE_MEM_WINDOW)
 		return IBV_MW_TYPE_1;
-	if (rmr_has_type2(ia))
-		return IBV_MW_TYPE_2;
-	return 0;
-}
-
-int ofx_rmr_mr_access(const struct ofx_ia *ia)
-{
-	return ofx_rmr_type(ia) ? IBV_ACCESS_MW_BIND : 0;
+	return IBV_MW_TYPE_2;
 }
 
 DAT_RMR_SCOPE ofx_rmr_scope(const struct ofx_ia *ia)
@@ -105,6 +97,7 @@ static void rmr_index_del(struct ofx_rmr_index *index, struct ofx_rmr *rmr)
 /* Forgets the region as an unbind does; the key stays.  rmr->lock held. */
 static void rmr_mark_unbound(struct ofx_rmr *rmr)
 {
+	ofx_lock_assert_held(&rmr->lock);
 	rmr->bound = false;
 	rmr->bound_ep = NULL;
 	rmr->priv = DAT_MEM_PRIV_NONE_FLAG;
@@ -144,8 +137,8 @@ void ofx_rmr_peer_invalidated(struct ofx_ia *ia, uint32_t rkey)
 }
 
 /* The type 2 windows bound through `ep`, in a malloc'd array (NULL if none). */
-static struct ofx_rmr **rmr_bound_through(struct ofx_rmr_index *index, const struct ofx_ep *ep,
-					  size_t *n_p)
+static struct ofx_rmr **rmr_bound_through(struct ofx_rmr_index *index,
+					  const struct ofx_cookie_owner *ep, size_t *n_p)
 {
 	struct ofx_rmr **found = NULL, **grown;
 	size_t n = 0, cap = 0;
@@ -196,9 +189,9 @@ static void rmr_renew_window(struct ofx_rmr *rmr)
 	rmr->mr = NULL;
 }
 
-void ofx_rmr_ep_gone(struct ofx_ep *ep)
+void ofx_rmr_ep_gone(const struct ofx_cookie_owner *ep)
 {
-	struct ofx_rmr_index *index = &ep->obj.ia->rmr_index;
+	struct ofx_rmr_index *index = &ep->obj->ia->rmr_index;
 	struct ofx_rmr **bound;
 	size_t n;
 
@@ -214,10 +207,12 @@ void ofx_rmr_ep_gone(struct ofx_ep *ep)
 		pthread_mutex_unlock(&rmr->lock);
 		rmr_index_add(index, rmr);
 		ofx_info("rmr %p: window 0x%x was bound through ep %p being freed; now 0x%x, "
-			 "unbound", (void *)rmr, old, (void *)ep, rmr->rkey);
+			 "unbound", (void *)rmr, old, (void *)ep->obj, rmr->rkey);
 	}
 	free(bound);
 }
+
+static const struct ofx_cookie_ops rmr_cookie_ops;
 
 static int rmr_new(struct ofx_pz *pz, enum ibv_mw_type type, struct ofx_rmr **rmr_p)
 {
@@ -239,6 +234,7 @@ static int rmr_new(struct ofx_pz *pz, enum ibv_mw_type type, struct ofx_rmr **rm
 	}
 	pthread_mutex_init(&rmr->lock, NULL);
 	rmr->pz = pz;
+	rmr->cookie_owner.ops = &rmr_cookie_ops;
 	rmr->mw_type = type;
 	rmr->rkey = rmr->mw->rkey;
 	rmr->key_index = rmr->rkey >> 8;
@@ -338,14 +334,6 @@ static int rmr_access(DAT_MEM_PRIV_FLAGS priv)
 	return access;
 }
 
-/* Same rule as the send path: a post to a DISCONNECTED EP flushes. */
-static bool rmr_ep_can_post(const struct ofx_ep *ep)
-{
-	return ep->qp && (ep->state == OFX_EP_CONNECTED ||
-			  ep->state == OFX_EP_DISCONNECT_PENDING ||
-			  ep->state == OFX_EP_DISCONNECTED);
-}
-
 /*
  * Checks the region of a bind against its LMR.  Returns the DAT status to
  * report, DAT_SUCCESS if the bind may go on.
@@ -368,40 +356,81 @@ static DAT_RETURN rmr_check_region(const struct ofx_rmr *rmr, const struct ofx_l
 	return DAT_SUCCESS;
 }
 
-/* A send-ring slot for a window operation, or NULL when the ring is full. */
-static struct ofx_cookie *rmr_cookie(struct ofx_ep *ep, struct ofx_rmr *rmr, DAT_RMR_COOKIE user,
-				     uint8_t flags, uint32_t old_rkey)
+/*
+ * Completion of a bind posted by rmr_bind (CQ poller, EVD lock held).  On
+ * failure the key is rolled back to `old_rkey` (the device kept it) and
+ * the window counts as possibly bound, so that an unbind is still posted.
+ * May free `rmr`: the caller uses only its handle value afterwards.
+ */
+static void rmr_bind_done(struct ofx_rmr *rmr, bool ok, uint32_t old_rkey);
+
+/* The owner of the internal LOCAL_INV before a type 2 rebind: no window to tell. */
+static struct ofx_cookie_owner rmr_inv_owner;
+
+/*
+ * A window operation completed (its ring, the EP's send ring, retired it):
+ * the window counts its binds before anything may drop the completion.
+ */
+static bool rmr_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
+				const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+				struct ofx_cookie_owner **notify_p)
 {
-	struct ofx_cookie *ck = ofx_cookie_ring_reserve(&ep->send_ring);
+	struct ofx_rmr *rmr = owner == &rmr_inv_owner ? NULL :
+			      container_of(owner, struct ofx_rmr, cookie_owner);
+
+	if (rmr)
+		rmr_bind_done(rmr, wc->status == IBV_WC_SUCCESS, c->len);
+	if (!ofx_dto_settle(c->ring->owner, c, wc, notify_p))
+		return false;
+	/* the RMR may be freed by now: only its handle value is used */
+	memset(ev->event_extension_data, 0, sizeof(ev->event_extension_data));
+	memset(&ev->event_data, 0, sizeof(ev->event_data));
+	ev->event_number = DAT_RMR_BIND_COMPLETION_EVENT;
+	ev->event_data.rmr_completion_event_data.rmr_handle = (DAT_RMR_HANDLE)rmr;
+	ev->event_data.rmr_completion_event_data.user_cookie.as_64 = c->user.as_64;
+	ev->event_data.rmr_completion_event_data.status = ofx_dto_status(wc->status);
+	return true;
+}
+
+static const struct ofx_cookie_ops rmr_cookie_ops = {
+	.complete = rmr_cookie_complete,
+};
+
+static struct ofx_cookie_owner rmr_inv_owner = { .ops = &rmr_cookie_ops };
+
+/* A send-ring slot for a window operation, or NULL when the ring is full. */
+static struct ofx_cookie *rmr_cookie(const struct ofx_rmr_sq *sq, struct ofx_rmr *rmr,
+				     DAT_RMR_COOKIE user, uint8_t flags, uint32_t old_rkey)
+{
+	struct ofx_cookie *ck = ofx_cookie_ring_reserve(sq->ring);
 
 	if (!ck)
 		return NULL;
-	ck->ep = ep;
 	ck->user.as_64 = user.as_64;
 	ck->len = old_rkey;
-	ck->op = OFX_OP_RMR_BIND;
-	ck->flags = flags;
-	ck->rmr = rmr;
+	ck->op = 0;
+	ck->flags = flags | OFX_COOKIE_F_OWNER;
+	ck->owner = rmr ? &rmr->cookie_owner : &rmr_inv_owner;
 	return ck;
 }
 
 /* Window WRs are always signaled: the unsignaled run of the ring ends here. */
-static void rmr_commit(struct ofx_ep *ep)
+static void rmr_commit(const struct ofx_rmr_sq *sq)
 {
-	ep->send_ring.unsignaled = 0;
-	ofx_cookie_ring_commit(&ep->send_ring);
+	sq->ring->unsignaled = 0;
+	ofx_cookie_ring_commit(sq->ring);
 }
 
-static int rmr_post_wr(struct ofx_ep *ep, struct ibv_send_wr *wr)
+static int rmr_post_wr(const struct ofx_rmr_sq *sq, struct ibv_send_wr *wr)
 {
 	struct ibv_send_wr *bad;
-	int ret = ofx_verbs->post_send(ep->qp, wr, &bad);
+	int ret = ofx_verbs->post_send(sq->qp, wr, &bad);
 
 	if (!ret)
 		return 0;
 	ofx_warn("post %s on qp 0x%x: %s", wr->opcode == IBV_WR_LOCAL_INV ? "local_inv" : "bind_mw",
-		 ep->qp->qp_num, strerror(ret > 0 ? ret : EIO));
-	return ret > 0 ? -ret : -EIO;
+		 sq->qp->qp_num, strerror(-ret));
+	return ret;
 }
 
 struct rmr_bind_req {
@@ -420,7 +449,8 @@ struct rmr_bind_req {
  * none, because rxe's user library (rdma-core 44) reads bind_info.mr->lkey
  * for every bind and crashes on NULL.  rmr->lock held.
  */
-static int rmr_bind_type1(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct rmr_bind_req *req)
+static int rmr_bind_type1(struct ofx_rmr *rmr, const struct ofx_rmr_sq *sq,
+			  const struct rmr_bind_req *req)
 {
 	struct ibv_mw_bind bind = { .send_flags = req->send_flags };
 	uint32_t old = rmr->mw->rkey;
@@ -429,7 +459,7 @@ static int rmr_bind_type1(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
 
 	if (!req->mr && !rmr->bound)
 		return -ENOENT;	/* unbind of an unbound window: nothing to post */
-	ck = rmr_cookie(ep, rmr, req->cookie, req->ck_flags, old);
+	ck = rmr_cookie(sq, rmr, req->cookie, req->ck_flags, old);
 	if (!ck)
 		return -ENOSPC;
 	bind.wr_id = (uintptr_t)ck;
@@ -441,14 +471,13 @@ static int rmr_bind_type1(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
 	} else {
 		bind.bind_info.mr = req->unbind_mr ? req->unbind_mr : rmr->mr;
 	}
-	ret = ofx_verbs->bind_mw(ep->qp, rmr->mw, &bind);
+	ret = ofx_verbs->bind_mw(sq->qp, rmr->mw, &bind);
 	if (ret) {
-		ofx_warn("ibv_bind_mw on qp 0x%x: %s", ep->qp->qp_num,
-			 strerror(ret > 0 ? ret : EIO));
+		ofx_warn("ibv_bind_mw on qp 0x%x: %s", sq->qp->qp_num, strerror(-ret));
 		rmr->mw->rkey = old;	/* the library may have advanced it */
-		return ret > 0 ? -ret : -EIO;
+		return ret;
 	}
-	rmr_commit(ep);
+	rmr_commit(sq);
 	return 0;
 }
 
@@ -457,7 +486,8 @@ static int rmr_bind_type1(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
  * internal LOCAL_INV, never reported); an unbind is that invalidate alone,
  * reported.  rmr->lock held.
  */
-static int rmr_bind_type2(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct rmr_bind_req *req)
+static int rmr_bind_type2(struct ofx_rmr *rmr, const struct ofx_rmr_sq *sq,
+			  const struct rmr_bind_req *req)
 {
 	struct ibv_send_wr wr;
 	uint32_t old = rmr->mw->rkey;
@@ -466,8 +496,8 @@ static int rmr_bind_type2(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
 	int ret;
 
 	if (rmr->bound) {
-		ck = report_inv ? rmr_cookie(ep, rmr, req->cookie, req->ck_flags, old) :
-				  rmr_cookie(ep, NULL, req->cookie, OFX_COOKIE_F_INTERNAL, old);
+		ck = report_inv ? rmr_cookie(sq, rmr, req->cookie, req->ck_flags, old) :
+				  rmr_cookie(sq, NULL, req->cookie, OFX_COOKIE_F_INTERNAL, old);
 		if (!ck)
 			return -ENOSPC;
 		memset(&wr, 0, sizeof(wr));
@@ -475,10 +505,10 @@ static int rmr_bind_type2(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
 		wr.opcode = IBV_WR_LOCAL_INV;
 		wr.send_flags = req->send_flags;
 		wr.invalidate_rkey = old;
-		ret = rmr_post_wr(ep, &wr);
+		ret = rmr_post_wr(sq, &wr);
 		if (ret)
 			return ret;
-		rmr_commit(ep);
+		rmr_commit(sq);
 		rmr->bound = false;
 		if (report_inv)
 			return 0;
@@ -486,7 +516,7 @@ static int rmr_bind_type2(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
 	if (!req->mr)
 		return -ENOENT;	/* unbind of an unbound window: nothing to post */
 
-	ck = rmr_cookie(ep, rmr, req->cookie, req->ck_flags, old);
+	ck = rmr_cookie(sq, rmr, req->cookie, req->ck_flags, old);
 	if (!ck)
 		return -ENOSPC;
 	memset(&wr, 0, sizeof(wr));
@@ -499,16 +529,17 @@ static int rmr_bind_type2(struct ofx_rmr *rmr, struct ofx_ep *ep, const struct r
 	wr.bind_mw.bind_info.addr = req->iov->virtual_address;
 	wr.bind_mw.bind_info.length = req->iov->segment_length;
 	wr.bind_mw.bind_info.mw_access_flags = req->access;
-	ret = rmr_post_wr(ep, &wr);
+	ret = rmr_post_wr(sq, &wr);
 	if (ret)
 		return ret;
-	rmr_commit(ep);
+	rmr_commit(sq);
 	rmr->mw->rkey = wr.bind_mw.rkey;
 	return 0;
 }
 
 /* An unbind with nothing to undo completes at once, as a software-made event. */
-static void rmr_complete_now(struct ofx_rmr *rmr, struct ofx_ep *ep, DAT_RMR_COOKIE cookie)
+static void rmr_complete_now(struct ofx_rmr *rmr, const struct ofx_rmr_sq *sq,
+			     DAT_RMR_COOKIE cookie)
 {
 	DAT_EVENT ev;
 
@@ -517,22 +548,15 @@ static void rmr_complete_now(struct ofx_rmr *rmr, struct ofx_ep *ep, DAT_RMR_COO
 	ev.event_data.rmr_completion_event_data.rmr_handle = (DAT_RMR_HANDLE)rmr;
 	ev.event_data.rmr_completion_event_data.user_cookie = cookie;
 	ev.event_data.rmr_completion_event_data.status = DAT_RMR_BIND_SUCCESS;
-	ofx_evd_post(ep->req_evd, &ev);
+	ofx_evd_post(sq->req_evd, &ev);
 }
 
-DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h, const DAT_LMR_TRIPLET *iov,
-			DAT_MEM_PRIV_FLAGS priv, DAT_VA_TYPE va_type, DAT_EP_HANDLE ep_h,
-			DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
-			DAT_RMR_CONTEXT *rctx_p)
+DAT_RETURN ofx_rmr_bind_args(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h,
+			     const DAT_LMR_TRIPLET *iov, DAT_MEM_PRIV_FLAGS priv,
+			     DAT_VA_TYPE va_type, struct ofx_rmr_bind *b)
 {
 	struct ofx_rmr *rmr = ofx_rmr_from_handle(rmr_h);
-	struct ofx_ep *ep = ofx_ep_from_handle(ep_h);
-	struct rmr_bind_req req = { .iov = iov, .cookie = cookie };
 	struct ofx_lmr *lmr = NULL;
-	DAT_RETURN status;
-	uint32_t rkey;
-	bool unbind;
-	int ret;
 
 	if (!rmr)
 		return ofx_invalid_handle(OFX_OBJ_RMR);
@@ -543,35 +567,48 @@ DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h, const DAT_LM
 		if (!iov)
 			return OFX_INVALID_ARG(3);
 	}
-	unbind = !lmr || !iov->segment_length;
 	if (priv & ~OFX_RMR_PRIV_VALID)
 		return OFX_INVALID_ARG(4);
 	if (va_type == DAT_VA_TYPE_ZB)
 		return OFX_DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
 	if (va_type != DAT_VA_TYPE_VA)
 		return OFX_INVALID_ARG(5);
-	if (!ep)
-		return ofx_invalid_handle(OFX_OBJ_EP);
-	if (flags & ~OFX_RMR_COMPLETION_FLAGS)
-		return OFX_INVALID_ARG(8);
-	if (!ep->req_evd || !ep->req_evd->cq || !(ep->req_evd->flags & DAT_EVD_RMR_BIND_FLAG)) {
-		ofx_dbg("rmr %p: ep %p has no request evd with DAT_EVD_RMR_BIND_FLAG", (void *)rmr,
-			(void *)ep);
-		return OFX_INVALID_ARG(6);
-	}
-	if (ep->pz != rmr->pz || (lmr && lmr->pz != rmr->pz))
+	*b = (struct ofx_rmr_bind){
+		.rmr = rmr,
+		.lmr = lmr,
+		.iov = iov,
+		.priv = priv,
+		.va_type = va_type,
+		.unbind = !lmr || !iov->segment_length,
+	};
+	return DAT_SUCCESS;
+}
+
+DAT_RETURN ofx_rmr_bind_region(const struct ofx_rmr_bind *b, const struct ofx_pz *ep_pz)
+{
+	if (ep_pz != b->rmr->pz || (b->lmr && b->lmr->pz != b->rmr->pz))
 		return OFX_DAT_ERR(DAT_PROTECTION_VIOLATION, DAT_NO_SUBTYPE);
+	if (b->unbind)
+		return DAT_SUCCESS;
+	return rmr_check_region(b->rmr, b->lmr, b->iov, b->priv);
+}
+
+DAT_RETURN ofx_rmr_bind_post(const struct ofx_rmr_bind *b, const struct ofx_rmr_sq *sq,
+			     DAT_RMR_COOKIE cookie, DAT_COMPLETION_FLAGS flags,
+			     DAT_RMR_CONTEXT *rctx_p)
+{
+	struct ofx_rmr *rmr = b->rmr;
+	struct rmr_bind_req req = { .iov = b->iov, .cookie = cookie };
+	bool unbind = b->unbind;
+	uint32_t rkey;
+	int ret;
+
 	if (!unbind) {
-		status = rmr_check_region(rmr, lmr, iov, priv);
-		if (status != DAT_SUCCESS)
-			return status;
-		req.mr = lmr->mr;
-		req.access = rmr_access(priv);
-	} else if (lmr) {
-		req.unbind_mr = lmr->mr;
+		req.mr = b->lmr->mr;
+		req.access = rmr_access(b->priv);
+	} else if (b->lmr) {
+		req.unbind_mr = b->lmr->mr;
 	}
-	if (!rmr_ep_can_post(ep))
-		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
 	req.send_flags = IBV_SEND_SIGNALED;
 	if (flags & DAT_COMPLETION_BARRIER_FENCE_FLAG)
 		req.send_flags |= IBV_SEND_FENCE;
@@ -579,9 +616,9 @@ DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h, const DAT_LM
 
 	pthread_mutex_lock(&rmr->lock);
 	if (rmr->mw_type == IBV_MW_TYPE_1)
-		ret = rmr_bind_type1(rmr, ep, &req);
+		ret = rmr_bind_type1(rmr, sq, &req);
 	else
-		ret = rmr_bind_type2(rmr, ep, &req);
+		ret = rmr_bind_type2(rmr, sq, &req);
 	if (ret && ret != -ENOENT) {
 		pthread_mutex_unlock(&rmr->lock);
 		return ofx_dat_status(ret, OFX_OBJ_EP);
@@ -590,22 +627,22 @@ DAT_RETURN ofx_rmr_bind(DAT_RMR_HANDLE rmr_h, DAT_LMR_HANDLE lmr_h, const DAT_LM
 		rmr->inflight++;
 	rmr->bound = !unbind;
 	if (rmr->mw_type == IBV_MW_TYPE_2)
-		rmr->bound_ep = unbind ? NULL : ep;
+		rmr->bound_ep = unbind ? NULL : sq->ep;
 	if (!unbind)
 		rmr->mr = req.mr;	/* kept after an unbind: a failed one needs it again */
 	rmr->rkey = rkey = rmr->mw->rkey;
-	rmr->priv = unbind ? DAT_MEM_PRIV_NONE_FLAG : priv;
-	rmr->va_type = va_type;
+	rmr->priv = unbind ? DAT_MEM_PRIV_NONE_FLAG : b->priv;
+	rmr->va_type = b->va_type;
 	if (unbind)
 		memset(&rmr->triplet, 0, sizeof(rmr->triplet));
 	else
-		rmr->triplet = *iov;
+		rmr->triplet = *b->iov;
 	pthread_mutex_unlock(&rmr->lock);
 
 	if (ret == -ENOENT && !(flags & DAT_COMPLETION_SUPPRESS_FLAG))
-		rmr_complete_now(rmr, ep, cookie);
+		rmr_complete_now(rmr, sq, cookie);
 	ofx_dbg("rmr %p: %s on ep %p qp 0x%x, rkey 0x%x", (void *)rmr, unbind ? "unbind" : "bind",
-		(void *)ep, ep->qp->qp_num, rkey);
+		(void *)sq->ep->obj, sq->qp->qp_num, rkey);
 	if (rctx_p)
 		*rctx_p = rkey;
 	return DAT_SUCCESS;
@@ -680,7 +717,7 @@ void ofx_rmr_destroy(struct ofx_rmr *rmr)
 	rmr_retire(rmr);
 }
 
-void ofx_rmr_bind_done(struct ofx_rmr *rmr, bool ok, uint32_t old_rkey)
+static void rmr_bind_done(struct ofx_rmr *rmr, bool ok, uint32_t old_rkey)
 {
 	bool release;
 

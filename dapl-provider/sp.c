@@ -3,10 +3,10 @@
 #include "sp.h"
 #include "cm.h"
 #include "cr.h"
-#include "csp.h"
 #include "ep.h"
+#include "ep_conn.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "pdata.h"
 #include "status.h"
@@ -22,14 +22,6 @@
 /* psp_create_any searches upward from here, as stock does. */
 #define OFX_PSP_ANY_FIRST 1024
 #define OFX_PSP_ANY_LAST 0xFFFF
-
-uint16_t ofx_conn_qual_to_port(DAT_CONN_QUAL qual)
-{
-	/* same mapping as stock so that both ends agree on large qualifiers */
-	if (qual <= 0xFFFF)
-		return (uint16_t)qual;
-	return (uint16_t)(qual % 32001 + 33534);
-}
 
 struct ofx_sp *ofx_sp_lookup(DAT_HANDLE h, enum ofx_obj_type type)
 {
@@ -55,11 +47,9 @@ static int sp_listen(struct ofx_ia *ia, struct ofx_sp *sp)
 		((struct sockaddr_in6 *)&addr)->sin6_port = htons(port);
 	else
 		((struct sockaddr_in *)&addr)->sin_port = htons(port);
-	if (ofx_verbs->create_id(ia->cm_channel, &sp->listen_id, &sp->obj, RDMA_PS_TCP)) {
-		ret = -errno;
-		ofx_err("rdma_create_id for listener: %m");
+	ret = ofx_cm_id_create(ia, &sp->cm_handler, &sp->listen_id);
+	if (ret)
 		return ret;
-	}
 	if (ofx_verbs->bind_addr(sp->listen_id, (struct sockaddr *)&addr)) {
 		ret = -errno;
 		if (ret == -EBUSY || ret == -EADDRNOTAVAIL)
@@ -82,8 +72,45 @@ err_destroy:
 	return ret;
 }
 
+/* The handler of a PSP's or RSP's ids (cm.h): requests become CRs. */
+static bool sp_cm_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
+{
+	struct ofx_sp *sp = ctx;
+
+	if (ev->event == RDMA_CM_EVENT_CONNECT_REQUEST) {
+		*destroy_p = ofx_sp_connect_request(sp, ev);
+		return true;
+	}
+	return ofx_sp_cr_event(sp, ev);
+}
+
+/* dat_cr_handoff's target: the listening PSP of the IA other than `self` on `qual`. */
+static struct ofx_cr_queue *sp_find_psp(struct ofx_cr_queue *self, DAT_CONN_QUAL qual)
+{
+	struct ofx_ia *ia = container_of(self, struct ofx_sp, crq)->obj.ia;
+	struct ofx_list *pos, *tmp;
+	struct ofx_cr_queue *found = NULL;
+
+	pthread_mutex_lock(&ia->obj_lock);
+	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
+		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
+		struct ofx_sp *sp;
+
+		if (obj->type != OFX_OBJ_PSP)
+			continue;
+		sp = container_of(obj, struct ofx_sp, obj);
+		if (&sp->crq != self && sp->conn_qual == qual) {
+			found = &sp->crq;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&ia->obj_lock);
+	return found;
+}
+
 int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
-		  struct ofx_evd *evd, DAT_PSP_FLAGS flags, struct ofx_sp **sp_p)
+		  struct ofx_evd *evd, DAT_PSP_FLAGS flags, ofx_cm_event_fn fn,
+		  struct ofx_sp **sp_p)
 {
 	struct ofx_sp *sp = calloc(1, sizeof(*sp));
 	int ret;
@@ -91,16 +118,26 @@ int ofx_sp_create(struct ofx_ia *ia, enum ofx_obj_type type, DAT_CONN_QUAL qual,
 	if (!sp)
 		return -ENOMEM;
 	pthread_mutex_init(&sp->lock, NULL);
-	ofx_list_init(&sp->crs);
 	ofx_list_init(&sp->csp_eps);
 	sp->conn_qual = qual;
 	sp->evd = evd;
 	sp->psp_flags = flags;
-	sp->listening = true;
 	/* the header must be valid before the id can deliver events */
 	sp->obj.provider = ia->obj.provider;
 	sp->obj.type = type;
 	sp->obj.ia = ia;
+	sp->cm_handler.fn = fn ? fn : sp_cm_event;
+	sp->cm_handler.ctx = sp;
+	sp->crq = (struct ofx_cr_queue){
+		.lock = &sp->lock,
+		.listening = true,
+		.conn_qual = qual,
+		.evd = evd,
+		.handle = { .psp_handle = sp },
+		.cm_handler = &sp->cm_handler,
+		.find_psp = sp_find_psp,
+	};
+	ofx_list_init(&sp->crq.crs);
 	ret = sp_listen(ia, sp);
 	if (ret) {
 		sp_free_mem(sp);
@@ -133,8 +170,8 @@ static void sp_teardown(struct ofx_sp *sp)
 
 	ofx_list_init(&pending);
 	pthread_mutex_lock(&sp->lock);
-	sp->listening = false;
-	ofx_list_for_each_safe(pos, tmp, &sp->crs) {
+	sp->crq.listening = false;
+	ofx_list_for_each_safe(pos, tmp, &sp->crq.crs) {
 		ofx_list_del(pos);
 		ofx_list_add_tail(&pending, pos);
 	}
@@ -153,7 +190,7 @@ static void sp_teardown(struct ofx_sp *sp)
 	if (sp->ep) {
 		pthread_mutex_lock(&sp->ep->lock);
 		if (sp->ep->state == OFX_EP_RESERVED)
-			sp->ep->state = OFX_EP_UNCONNECTED;
+			ofx_ep_conn_move(sp->ep, OFX_EP_UNCONNECTED);
 		sp->ep->rsp = NULL;
 		pthread_mutex_unlock(&sp->ep->lock);
 	}
@@ -183,7 +220,7 @@ DAT_RETURN ofx_psp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EVD_H
 		return OFX_INVALID_ARG(4);
 	if (!psp_p)
 		return OFX_INVALID_ARG(5);
-	ret = ofx_sp_create(ia, OFX_OBJ_PSP, qual, evd, flags, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_PSP, qual, evd, flags, NULL, &sp);
 	if (ret == -EADDRINUSE)
 		return OFX_DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE);
 	if (ret)
@@ -266,13 +303,13 @@ DAT_RETURN ofx_rsp_create(DAT_IA_HANDLE ia_handle, DAT_CONN_QUAL qual, DAT_EP_HA
 		pthread_mutex_unlock(&ep->lock);
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
-	ep->state = OFX_EP_RESERVED;
+	ofx_ep_conn_move(ep, OFX_EP_RESERVED);
 	pthread_mutex_unlock(&ep->lock);
 
-	ret = ofx_sp_create(ia, OFX_OBJ_RSP, qual, evd, DAT_PSP_CONSUMER_FLAG, &sp);
+	ret = ofx_sp_create(ia, OFX_OBJ_RSP, qual, evd, DAT_PSP_CONSUMER_FLAG, NULL, &sp);
 	if (ret) {
 		pthread_mutex_lock(&ep->lock);
-		ep->state = OFX_EP_UNCONNECTED;
+		ofx_ep_conn_move(ep, OFX_EP_UNCONNECTED);
 		pthread_mutex_unlock(&ep->lock);
 		if (ret == -EADDRINUSE)
 			return OFX_DAT_ERR(DAT_CONN_QUAL_IN_USE, DAT_NO_SUBTYPE);
@@ -336,9 +373,6 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 	struct ofx_ia *ia = sp->obj.ia;
 	struct ofx_cr *cr;
 
-	if (sp->obj.type == OFX_OBJ_CSP)
-		return ofx_csp_connect_request(sp, ev);
-
 	cr = calloc(1, sizeof(*cr));
 	if (!cr) {
 		ofx_err("no memory for a connection request on qual %llu",
@@ -347,7 +381,7 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 		return ev->id;
 	}
 	cr_fill_from_request(cr, ev);
-	cr->sp = sp;
+	cr->queue = &sp->crq;
 	ofx_list_init(&cr->sp_link);
 	ofx_obj_init(&cr->obj, OFX_OBJ_CR, ia);
 	/* made before sp->lock: object creation takes ia->obj_lock, which comes first */
@@ -361,7 +395,7 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 	}
 
 	pthread_mutex_lock(&sp->lock);
-	if (!sp->listening || sp->obj.type == OFX_OBJ_FREED)
+	if (!sp->crq.listening || sp->obj.type == OFX_OBJ_FREED)
 		goto err_refuse;
 	if (sp->ep) {
 		/* an RSP fires once: the reserved EP takes this request */
@@ -370,21 +404,21 @@ struct rdma_cm_id *ofx_sp_connect_request(struct ofx_sp *sp, struct rdma_cm_even
 			pthread_mutex_unlock(&sp->ep->lock);
 			goto err_refuse;
 		}
-		sp->ep->state = OFX_EP_PASSIVE_PENDING;
+		ofx_ep_conn_move(sp->ep, OFX_EP_PASSIVE_PENDING);
 		pthread_mutex_unlock(&sp->ep->lock);
 		cr->ep = sp->ep;
-		sp->listening = false;
+		sp->crq.listening = false;
 	}
 	/* an RSP's EP goes back to RESERVED below; a provider-created one is freed */
-	ofx_list_add_tail(&sp->crs, &cr->sp_link);
+	ofx_list_add_tail(&sp->crq.crs, &cr->sp_link);
 	if (ofx_evd_post_cr(sp->evd, (DAT_SP_HANDLE){ .psp_handle = sp },
 			    (DAT_IA_ADDRESS_PTR)&ia->addr, sp->conn_qual, cr)) {
 		ofx_list_del(&cr->sp_link);
 		if (cr->ep && !cr->ep->provider_created) {
 			pthread_mutex_lock(&cr->ep->lock);
-			cr->ep->state = OFX_EP_RESERVED;
+			ofx_ep_conn_move(cr->ep, OFX_EP_RESERVED);
 			pthread_mutex_unlock(&cr->ep->lock);
-			sp->listening = true;
+			sp->crq.listening = true;
 		}
 		goto err_refuse;
 	}
@@ -411,7 +445,7 @@ bool ofx_sp_cr_event(struct ofx_sp *sp, struct rdma_cm_event *ev)
 	bool found = false;
 
 	pthread_mutex_lock(&sp->lock);
-	ofx_list_for_each_safe(pos, tmp, &sp->crs) {
+	ofx_list_for_each_safe(pos, tmp, &sp->crq.crs) {
 		struct ofx_cr *cr = container_of(pos, struct ofx_cr, sp_link);
 
 		if (cr->cm_id != ev->id)

@@ -1,10 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define OFX_LOG_SUBSYS OFX_SUBSYS_EP
 #include "srq.h"
+#include "lock.h"
 
-#include "ep.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "progress.h"
 #include "pz.h"
@@ -22,6 +22,8 @@ static const char *srq_dev_name(const struct ofx_srq *srq)
 	return ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)";
 }
 
+static const struct ofx_cookie_ops srq_cookie_ops;
+
 static struct ofx_srq_slots *srq_slots_new(uint32_t n, struct ofx_srq *srq)
 {
 	struct ofx_srq_slots *s = calloc(1, sizeof(*s) + (size_t)n * sizeof(s->slot[0]));
@@ -31,8 +33,8 @@ static struct ofx_srq_slots *srq_slots_new(uint32_t n, struct ofx_srq *srq)
 		return NULL;
 	s->n = n;
 	for (i = 0; i < n; i++) {
-		s->slot[i].ck.srq = srq;
-		s->slot[i].ck.op = OFX_OP_SRQ_RECV;
+		s->slot[i].ck.owner = &srq->cookie_owner;
+		s->slot[i].ck.op = OFX_OP_RECV;
 		atomic_init(&s->slot[i].busy, false);
 	}
 	return s;
@@ -52,8 +54,10 @@ static void srq_slots_free(struct ofx_srq_slots *s)
 static int srq_arm_locked(struct ofx_srq *srq)
 {
 	struct ibv_srq_attr attr = { .srq_limit = (uint32_t)srq->low_watermark };
-	int ret = ofx_verbs->modify_srq(srq->srq, &attr, IBV_SRQ_LIMIT);
+	int ret;
 
+	ofx_lock_assert_held(&srq->lock);
+	ret = ofx_verbs->modify_srq(srq->srq, &attr, IBV_SRQ_LIMIT);
 	if (ret) {
 		ofx_warn("srq %p on %s: arm limit %d: %s", (void *)srq, srq_dev_name(srq),
 			 srq->low_watermark, strerror(ret));
@@ -116,6 +120,7 @@ DAT_RETURN ofx_srq_create(DAT_IA_HANDLE ia_h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR *
 	}
 	srq->obj.ia = ia;
 	srq->pz = pz;
+	srq->cookie_owner.ops = &srq_cookie_ops;
 	srq->state = DAT_SRQ_STATE_OPERATIONAL;
 	srq->max_recv_dtos = attr->max_recv_dtos;
 	srq->max_recv_iov = attr->max_recv_iov;
@@ -147,7 +152,10 @@ DAT_RETURN ofx_srq_create(DAT_IA_HANDLE ia_h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR *
 	}
 	srq->verbs_max_wr = init.attr.max_wr;
 	if (srq->low_watermark > 0) {
-		ret = srq_arm_locked(srq); /* not yet visible to anyone: no lock needed */
+		/* not yet visible to anyone; locked all the same, as the contract says */
+		pthread_mutex_lock(&srq->lock);
+		ret = srq_arm_locked(srq);
+		pthread_mutex_unlock(&srq->lock);
 		if (ret)
 			goto err_destroy;
 	}
@@ -276,7 +284,7 @@ DAT_RETURN ofx_srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov
 		return OFX_DAT_ERR(DAT_INSUFFICIENT_RESOURCES, DAT_RESOURCE_SRQ);
 	slot->ck.user = cookie;
 	slot->ck.len = (uint32_t)total;
-	slot->ck.flags = 0;
+	slot->ck.flags = OFX_COOKIE_F_OWNER;
 	slot->ck.nsge = (uint8_t)n;
 	/* counted before the post: its completion may be polled before we return */
 	posted = atomic_fetch_add(&srq->outstanding, 1) + 1;
@@ -288,8 +296,8 @@ DAT_RETURN ofx_srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov
 	if (ret) {
 		atomic_fetch_sub(&srq->outstanding, 1);
 		srq_slot_put(slot);
-		ofx_warn("srq %p: post recv: %s", (void *)srq, strerror(ret));
-		return ofx_dat_status(-ret, OFX_OBJ_SRQ);
+		ofx_warn("srq %p: post recv: %s", (void *)srq, strerror(-ret));
+		return ofx_dat_status(ret, OFX_OBJ_SRQ);
 	}
 	ofx_dbg_data("srq %p: recv posted, len %u, %d outstanding", (void *)srq, slot->ck.len,
 		     posted);
@@ -442,9 +450,8 @@ static size_t srq_ep_index(const struct ofx_srq *srq, uint32_t qp_num)
 	return lo;
 }
 
-int ofx_srq_ep_add(struct ofx_srq *srq, struct ofx_ep *ep)
+int ofx_srq_ep_add(struct ofx_srq *srq, uint32_t qp_num, struct ofx_cookie_owner *ep)
 {
-	uint32_t qp_num = ep->qp->qp_num;
 	size_t i;
 
 	pthread_mutex_lock(&srq->lock);
@@ -480,7 +487,7 @@ int ofx_srq_ep_add(struct ofx_srq *srq, struct ofx_ep *ep)
 	return 0;
 }
 
-void ofx_srq_ep_remove(struct ofx_srq *srq, struct ofx_ep *ep)
+void ofx_srq_ep_remove(struct ofx_srq *srq, struct ofx_cookie_owner *ep, struct ofx_evd *recv_evd)
 {
 	size_t i;
 
@@ -496,101 +503,46 @@ void ofx_srq_ep_remove(struct ofx_srq *srq, struct ofx_ep *ep)
 	 * A poller that found the EP before it left the table still holds
 	 * its recv EVD's lock; once we get that lock it is done with it.
 	 */
-	if (ep->recv_evd) {
-		pthread_mutex_lock(&ep->recv_evd->lock);
-		pthread_mutex_unlock(&ep->recv_evd->lock);
+	if (recv_evd) {
+		pthread_mutex_lock(&recv_evd->lock);
+		pthread_mutex_unlock(&recv_evd->lock);
 	}
 }
 
-struct ofx_ep *ofx_srq_recv_done(struct ofx_cookie *ck, uint32_t qp_num)
+/*
+ * A receive of the SRQ completed (the caller holds the lock of the EVD
+ * whose CQ it polls and has copied the slot into `c`): the slot is free
+ * again, and the receive is a DTO of the EP whose QP is wc->qp_num, if an
+ * EP of this SRQ still has it.
+ */
+static bool srq_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *ck,
+				const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+				struct ofx_cookie_owner **notify_p)
 {
-	struct ofx_srq_slot *slot = container_of(ck, struct ofx_srq_slot, ck);
-	struct ofx_srq *srq = ck->srq;
-	struct ofx_ep *ep = NULL;
+	struct ofx_srq *srq = container_of(owner, struct ofx_srq, cookie_owner);
+	struct ofx_cookie recv = *c;
+	struct ofx_cookie_owner *ep = NULL;
 	size_t i;
 
 	/* the caller has copied the cookie: the slot can be reused now */
-	srq_slot_put(slot);
+	srq_slot_put(container_of(ck, struct ofx_srq_slot, ck));
 	atomic_fetch_sub_explicit(&srq->outstanding, 1, memory_order_relaxed);
 
 	pthread_mutex_lock(&srq->lock);
-	i = srq_ep_index(srq, qp_num);
-	if (i < srq->neps && srq->eps[i].qp_num == qp_num)
+	i = srq_ep_index(srq, wc->qp_num);
+	if (i < srq->neps && srq->eps[i].qp_num == wc->qp_num)
 		ep = srq->eps[i].ep;
 	pthread_mutex_unlock(&srq->lock);
-	return ep;
-}
-
-/* ---- LAST_WQE_REACHED ------------------------------------------------------ */
-
-static void srq_ep_post_lastwqe(struct ofx_ep *ep)
-{
-	ofx_ia_post_async(ep->obj.ia, DAT_ASYNC_ERROR_EP_BROKEN, (DAT_HANDLE)&ep->obj);
-}
-
-static void srq_lastwqe_timeout(void *arg)
-{
-	struct ofx_ep *ep = arg;
-	bool post = false;
-
-	pthread_mutex_lock(&ep->lock);
-	if (atomic_load(&ep->lastwqe) == OFX_LASTWQE_WAITING && !atomic_load(&ep->dying)) {
-		atomic_store(&ep->lastwqe, OFX_LASTWQE_DONE);
-		post = true;
+	if (!ep) {
+		ofx_dbg("srq receive on qp 0x%x (status %s): no ep any more, dropped", wc->qp_num,
+			ibv_wc_status_str(wc->status));
+		return false;
 	}
-	pthread_mutex_unlock(&ep->lock);
-	if (post) {
-		ofx_dbg("ep %p qp 0x%x: no last-wqe event within %u ms; reporting it", (void *)ep,
-			ep->qp->qp_num, ep->obj.ia->cfg.lastwqe_timeout_ms);
-		srq_ep_post_lastwqe(ep);
-	}
+	/* the EP's receive from here on, as one from its own ring */
+	recv.flags &= (uint8_t)~OFX_COOKIE_F_OWNER;
+	return ofx_dto_complete(ep, &recv, wc, ev, notify_p);
 }
 
-void ofx_srq_ep_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num)
-{
-	struct ofx_ia *ia = ep->obj.ia;
-
-	if (num != DAT_CONNECTION_EVENT_DISCONNECTED && num != DAT_CONNECTION_EVENT_BROKEN &&
-	    num != DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
-		return;
-	/* a QP that never left RESET took nothing from the SRQ */
-	if (!atomic_load(&ep->recv_live) || atomic_load(&ep->lastwqe) != OFX_LASTWQE_IDLE)
-		return;
-	atomic_store(&ep->lastwqe, OFX_LASTWQE_WAITING);
-	ofx_progress_timer_arm(ia->progress, &ep->lastwqe_timer,
-			       ia->cfg.lastwqe_timeout_ms * 1000ull, srq_lastwqe_timeout, ep);
-}
-
-void ofx_srq_ep_last_wqe(struct ofx_ep *ep)
-{
-	bool post = false;
-	int prev;
-
-	pthread_mutex_lock(&ep->lock);
-	prev = atomic_exchange(&ep->lastwqe, OFX_LASTWQE_DONE);
-	if (prev != OFX_LASTWQE_DONE && !atomic_load(&ep->dying)) {
-		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
-		post = true;
-	}
-	pthread_mutex_unlock(&ep->lock);
-	ofx_dbg("ep %p qp 0x%x: last wqe reached%s", (void *)ep, ep->qp->qp_num,
-		post ? "" : " (already reported or ep being freed)");
-	if (post)
-		srq_ep_post_lastwqe(ep);
-}
-
-void ofx_srq_ep_reset(struct ofx_ep *ep)
-{
-	bool was_waiting = atomic_load(&ep->lastwqe) == OFX_LASTWQE_WAITING;
-
-	/* a timer callback blocked on ep->lock finds IDLE and does nothing */
-	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
-	atomic_store(&ep->lastwqe, OFX_LASTWQE_IDLE);
-	if (was_waiting)
-		srq_ep_post_lastwqe(ep); /* ep->lock, then the async EVD's: in order */
-}
-
-bool ofx_srq_ep_lastwqe_pending(const struct ofx_ep *ep)
-{
-	return atomic_load(&ep->recv_live) && atomic_load(&ep->lastwqe) != OFX_LASTWQE_DONE;
-}
+static const struct ofx_cookie_ops srq_cookie_ops = {
+	.complete = srq_cookie_complete,
+};

@@ -10,7 +10,7 @@
 #include "dto.h"
 
 struct ofx_pz;
-struct ofx_ep;
+struct ofx_evd;
 
 /*
  * A DAT shared receive queue (DAT 2.0 section 6.9, contract 7): a basic
@@ -18,14 +18,16 @@ struct ofx_ep;
  * message arrived on.
  *
  * Receive cookies belong to the SRQ, not to an EP: the poster cannot know
- * the EP, and completions of different QPs come back in any order.  Each
+ * the EP, and completions of different QPs come back in any order.  They
+ * are the SRQ's own work requests (OFX_COOKIE_F_OWNER of its cookie_owner,
+ * dto.h): srq.c's cookie ops turn one into a receive of its EP.  Each
  * slot has an in-use flag; the poster (one consumer thread at a time: the
  * provider registers as not thread safe) scans for a free one from a
  * rotating hint, and whoever polls the completion copies the slot and then
- * frees it (ofx_srq_recv_done), so no lock is taken for the slots.  The
+ * frees it (its completion op), so no lock is taken for the slots.  The
  * completion names its QP only by qp_num; the SRQ keeps a table of its EPs
- * sorted by qp_num for that lookup, so that the DTO event carries the EP
- * (stock reports the SRQ handle there, contract 7.2).
+ * (their cookie owners) sorted by qp_num for that lookup, so that the DTO
+ * event carries the EP (stock reports the SRQ handle there, contract 7.2).
  *
  * EP life cycle: an EP enters the table at ep_create_with_srq and leaves it
  * in ep_free after its QP is destroyed and its recv CQ drained one last
@@ -64,17 +66,13 @@ struct ofx_ep;
  * raises it, so after a DISCONNECTED, BROKEN or ACCEPT_COMPLETION_ERROR
  * event of an SRQ EP whose QP went live the provider waits at most
  * cfg.lastwqe_timeout_ms for it and then posts the async event itself.
- * Exactly one is posted per connection; none for an EP being freed.
+ * Exactly one is posted per connection; none for an EP being freed.  That
+ * tracking is the EP's SRQ receive variant (ep_srq.c, ep_recv.h).
  */
-enum ofx_srq_lastwqe {
-	OFX_LASTWQE_IDLE = 0,	/* connection up (or never made) */
-	OFX_LASTWQE_WAITING,	/* QP in error, waiting for the event (timer armed) */
-	OFX_LASTWQE_DONE,	/* event seen or synthesized for this connection */
-};
 
 struct ofx_srq_slot {
 	struct ofx_cookie ck;	/* first: wr_id points here */
-	_Atomic bool busy;	/* set by the poster, cleared by ofx_srq_recv_done */
+	_Atomic bool busy;	/* set by the poster, cleared by its completion */
 };
 
 /* One generation of slots; a resize that grows adds a newer one. */
@@ -86,13 +84,14 @@ struct ofx_srq_slots {
 
 struct ofx_srq_ep_ref {
 	uint32_t qp_num;
-	struct ofx_ep *ep;
+	struct ofx_cookie_owner *ep;	/* the EP's (ep.h) */
 };
 
 struct ofx_srq {
 	struct ofx_obj obj;
 	struct ofx_pz *pz;
 	struct ibv_srq *srq;
+	struct ofx_cookie_owner cookie_owner;	/* the receives' (srq.c) */
 
 	/*
 	 * Leaf lock, below evd->lock (pollers look EPs up while holding their
@@ -131,37 +130,16 @@ DAT_RETURN ofx_srq_set_lw(DAT_SRQ_HANDLE srq, DAT_COUNT low_watermark);
 void ofx_srq_destroy(struct ofx_srq *srq);
 
 /*
- * EP table, for ep.c.  add: -ESHUTDOWN if the SRQ is being freed, -ENOMEM.
- * remove: call after the EP's QP is destroyed and its recv CQ drained; it
- * also waits out a poller that may still hold the EP from a lookup.
+ * EP table, for ep.c: `ep` is the EP's cookie owner, `qp_num` its QP's.
+ * add: -ESHUTDOWN if the SRQ is being freed, -ENOMEM.  remove: call after
+ * the EP's QP is destroyed and its recv CQ drained; it also waits out a
+ * poller of `recv_evd` (the EP's, may be NULL) that may still hold the EP
+ * from a lookup.
  */
-int ofx_srq_ep_add(struct ofx_srq *srq, struct ofx_ep *ep);
-void ofx_srq_ep_remove(struct ofx_srq *srq, struct ofx_ep *ep);
+int ofx_srq_ep_add(struct ofx_srq *srq, uint32_t qp_num, struct ofx_cookie_owner *ep);
+void ofx_srq_ep_remove(struct ofx_srq *srq, struct ofx_cookie_owner *ep, struct ofx_evd *recv_evd);
 
-/*
- * Completion side, for dto.c (the caller holds the lock of the EVD whose CQ
- * it polls and has already copied the slot): frees the slot and returns the
- * EP whose QP is `qp_num`, or NULL if no EP of this SRQ has it any more.
- */
-struct ofx_ep *ofx_srq_recv_done(struct ofx_cookie *slot, uint32_t qp_num);
-
-/* Device async events, from ia.c's handler (progress thread, no lock held). */
+/* Device async event, from ia.c's handler (progress thread, no lock held). */
 void ofx_srq_limit_reached(struct ofx_srq *srq);
-void ofx_srq_ep_last_wqe(struct ofx_ep *ep);
-
-/*
- * ep.c calls this for every connection event of an SRQ EP (ep->lock held);
- * a terminal one starts the bounded wait for LAST_WQE_REACHED.
- */
-void ofx_srq_ep_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num);
-
-/*
- * ep_reset of an SRQ EP (ep->lock held): a pending LAST_WQE report of the
- * old connection is posted now, and the next connection starts afresh.
- */
-void ofx_srq_ep_reset(struct ofx_ep *ep);
-
-/* ep.c teardown: true while a LAST_WQE_REACHED for this EP may still come. */
-bool ofx_srq_ep_lastwqe_pending(const struct ofx_ep *ep);
 
 #endif

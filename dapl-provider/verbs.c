@@ -22,12 +22,12 @@ static struct ibv_qp *real_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_i
 
 static int real_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	return ibv_post_send(qp, wr, bad);
+	return ofx_verbs_neg_errno(ibv_post_send(qp, wr, bad));
 }
 
 static int real_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	return ibv_post_recv(qp, wr, bad);
+	return ofx_verbs_neg_errno(ibv_post_recv(qp, wr, bad));
 }
 
 static struct ibv_srq *real_create_srq_ex(struct ibv_context *ctx,
@@ -39,7 +39,7 @@ static struct ibv_srq *real_create_srq_ex(struct ibv_context *ctx,
 static int real_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 			      struct ibv_recv_wr **bad)
 {
-	return ibv_post_srq_recv(srq, wr, bad);
+	return ofx_verbs_neg_errno(ibv_post_srq_recv(srq, wr, bad));
 }
 
 static int real_get_srq_num(struct ibv_srq *srq, uint32_t *srq_num)
@@ -79,7 +79,12 @@ static int real_dealloc_mw(struct ibv_mw *mw)
 
 static int real_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
-	return ibv_bind_mw(qp, mw, bind);
+	return ofx_verbs_neg_errno(ibv_bind_mw(qp, mw, bind));
+}
+
+static int real_resize_cq(struct ibv_cq *cq, int cqe)
+{
+	return ofx_verbs_neg_errno(ibv_resize_cq(cq, cqe));
 }
 
 static int real_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
@@ -100,7 +105,7 @@ const struct ofx_verbs_ops ofx_verbs_real = {
 	.destroy_comp_channel = ibv_destroy_comp_channel,
 	.create_cq = ibv_create_cq,
 	.destroy_cq = ibv_destroy_cq,
-	.resize_cq = ibv_resize_cq,
+	.resize_cq = real_resize_cq,
 	.poll_cq = real_poll_cq,
 	.req_notify_cq = real_req_notify_cq,
 	.get_cq_event = ibv_get_cq_event,

@@ -13,6 +13,12 @@
  * a model (for example of XRC semantics, which no device here offers) with
  * ofx_verbs_set().  Device discovery and queries that only read attributes
  * may call libibverbs directly.
+ *
+ * post_send, post_recv, post_srq_recv, bind_mw and resize_cq return 0 or a
+ * negative errno, whatever sign the device library uses: libsiw returns
+ * negative values, rxe and mlx5 positive ones, and a failed post read with
+ * the wrong sign would reach the consumer as success.  A model installed with
+ * ofx_verbs_set() keeps the same contract.
  */
 struct ofx_verbs_ops {
 	/* protection domains and memory */
@@ -74,6 +80,12 @@ struct ofx_verbs_ops {
 	int (*get_cm_event)(struct rdma_event_channel *ch, struct rdma_cm_event **ev);
 	int (*ack_cm_event)(struct rdma_cm_event *ev);
 };
+
+/* A libibverbs status of either sign as 0 or a negative errno (see above). */
+static inline int ofx_verbs_neg_errno(int ret)
+{
+	return ret > 0 ? -ret : ret;
+}
 
 extern const struct ofx_verbs_ops ofx_verbs_real;
 /* The ops in use; read on every call, written only by ofx_verbs_set(). */

@@ -1,23 +1,21 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define OFX_LOG_SUBSYS OFX_SUBSYS_XRC
 #include "xrc.h"
-#include "cm.h"
-#include "cr.h"
-#include "ep.h"
+#include "lock.h"
+#include "dto.h"
 #include "evd.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "pdata.h"
 #include "progress.h"
-#include "pz.h"
 #include "verbs.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
@@ -28,13 +26,15 @@
 #define XRC_TAG_FMT "ofx-xrcd-tag %08x\n"
 #define XRC_TAG_LEN 22			/* "ofx-xrcd-tag " + 8 hex digits + "\n" */
 #define XRC_REQ_AREA 56			/* IB/RoCE REQ private data for us */
-#define XRC_REJ_AREA 148		/* IB REJ private data */
+#define XRC_REJ_AREA OFX_XRC_ANSWER_LEN	/* IB REJ private data */
 #define XRC_ACC_HDR 16			/* accept header before the consumer's data */
 #define XRC_SRQN_MASK 0xffffffu
 #define XRC_CTL_MAGIC 0x4F58u
 #define XRC_VERSION 1
 
 enum xrc_verdict { XRC_V_NONE = 0, XRC_V_OK = 1, XRC_V_REFUSED = 2 };
+/* DISC aux: the sender's connection broke, its SRQ is gone (no fence to it) */
+#define XRC_DISC_BROKEN 1u
 enum xrc_status { XRC_S_OK = 0, XRC_S_UNKNOWN = 1 };
 
 /* Connection states of an XRC EP (xe->state); see the wire spec in xrc.h. */
@@ -74,12 +74,21 @@ struct ofx_xrc_ini {
 	uint32_t tag;			/* peer domain tag, */
 	struct ibv_cq *cq;		/* request EVD's CQ, */
 	struct ibv_pd *pd;		/* PZ */
+	struct ofx_evd *evd;		/* whose CQ that is: drained before the QP goes */
 	uint16_t port;			/* the peer service port it was connected to */
 	struct ibv_qp *qp;
+	struct ibv_qp_cap cap;		/* what create granted (sizing: ini_qp_create) */
 	uint32_t tgt;			/* TGT QP number once READY */
 	enum xrc_ini_state state;
+	bool unanswered;		/* its INI request went unsent or unanswered */
 	int refs;			/* EPs bound to it or waiting for it */
-	struct ofx_list eps;		/* ofx_xrc_ep.ini_link */
+	/*
+	 * Send queue slots those EPs may fill (their request queues and
+	 * fences): an EP gets an INI QP whose cap.max_send_wr has room for its
+	 * own, as an RC QP of its own would, else a further one.
+	 */
+	uint32_t wr_used;
+	struct ofx_list eps;		/* ofx_xrc_conn.ini_link */
 };
 
 /* A TGT QP handle held by this IA; guarded by xrc->lock. */
@@ -88,11 +97,14 @@ struct ofx_xrc_tgtqp {
 	struct ibv_qp *qp;
 	uint32_t qpn;
 	bool created;			/* made by this IA's listener */
-	int refs;			/* opened handles: EPs holding it (2a) */
+	/* created: the INI QP it was made for (qp number, sender's tag) exists */
+	bool ini_open;
+	uint32_t ini_qpn, ini_tag;
+	int refs;			/* EPs holding it (2a) */
 };
 
 struct ofx_xrc_ia {
-	/* guards every list and every ofx_xrc_ep field below; after ep->lock */
+	/* guards every list and the ofx_xrc_conn fields so marked; after the owners' locks */
 	pthread_mutex_t lock;
 	int fd;				/* domain file, -1 for a private domain */
 	struct ibv_xrcd *xrcd;
@@ -100,26 +112,54 @@ struct ofx_xrc_ia {
 	uint16_t port;
 	const struct ofx_xrc_transport *tp;
 	void *tp_ctx;
-	struct ofx_list inis, tgts, eps;
+	/* retired: INI QPs no EP holds any more, destroyed by xrc_reap */
+	struct ofx_list inis, retired, tgts, eps;
+	/*
+	 * Serialises xrc_reap (which drains EVDs and destroys QPs with no
+	 * other lock held); before xrc->lock.  Taken only with trylock where
+	 * a reap may already be on the stack (completion and async handlers).
+	 */
+	pthread_mutex_t reap_lock;
 	uint32_t next_id;
 	struct ofx_xrc_stats stats;
 };
 
-struct ofx_xrc_ep {
-	struct ofx_ep *ep;
+/*
+ * One XRC connection of an owner (ofx_xrc_conn_create).  The owner's lock
+ * (`lock`) guards the fields below; xrc->lock guards the list links, ini
+ * and tgt.
+ */
+struct ofx_xrc_conn {
+	struct ofx_ia *ia;
+	pthread_mutex_t *lock;		/* the owner's: taken before xrc->lock */
+	const struct ofx_xrc_owner_ops *ops;
+	void *owner;
+	struct ofx_xrc_conn_params params; /* of the current connection (offer or accept) */
+	struct sockaddr_storage peer_addr; /* the peer IA (control messages, INI key) */
 	struct ofx_list link;		/* in xrc->eps while a connection exists */
 	struct ofx_list ini_link;	/* in ini->eps while bound */
-	_Atomic int busy;		/* handlers using the EP without xrc->lock */
+	_Atomic int busy;		/* handlers using the connection without xrc->lock */
 	_Atomic bool can_send;		/* data path: sends go to the INI QP */
 	_Atomic int inflight;		/* data path: posts between sq_begin and sq_end */
+	/*
+	 * Woken when busy, or inflight once sends stop, is 0, and whenever a
+	 * handler changed the connection (gen counts those changes: conn_wait).
+	 */
+	struct ofx_waiter quiet;
+	_Atomic unsigned int gen;
 	enum xrc_conn_state state;
 	bool active;
 	struct ibv_srq *srq;
 	uint32_t srqn;
+	/* the SRQ of a connection that ended, until srq_reap polled its CQEs */
+	struct ibv_srq *old_srq;
+	uint32_t old_srqn;
 	uint32_t conn_id;
 	uint32_t peer_srqn, peer_tag;
+	bool peer_srqn_known;		/* P: A's srqn arrives with its CONFIRM */
 	uint16_t peer_port;
 	struct ofx_xrc_ini *ini;
+	uint32_t ini_wr;		/* of ini->wr_used, this connection's */
 	struct ofx_xrc_tgtqp *tgt;	/* the peer's TGT handle held (2a) */
 	bool ack_ok;			/* active: CONFIRM-ACK said OK */
 	bool bound;			/* active: BIND arrived and verified */
@@ -127,7 +167,15 @@ struct ofx_xrc_ep {
 	bool peer_gone;			/* the peer cannot be told any more */
 	bool fence_done;
 	bool event_posted;		/* DISCONNECTED or BROKEN reported */
+	/*
+	 * The connection reached CONNECTED, so the peer may have sent to the
+	 * SRQ: before that neither side sends (steps 3-4) and no CQE can name it.
+	 */
+	bool established;
+	/* the fence is this module's work request: its completion comes here (dto.h) */
 	struct ofx_cookie fence;
+	struct ofx_cookie_owner fence_owner;
+	_Atomic bool dying;		/* ofx_xrc_conn_forget: the fence is not heard any more */
 	struct ofx_timer fence_timer;	/* polls the request EVD for the fence */
 	uint64_t fence_deadline_ns;
 };
@@ -312,7 +360,9 @@ int ofx_xrc_ia_open(struct ofx_ia *ia)
 		return -ENOMEM;
 	x->fd = -1;
 	pthread_mutex_init(&x->lock, NULL);
+	pthread_mutex_init(&x->reap_lock, NULL);
 	ofx_list_init(&x->inis);
+	ofx_list_init(&x->retired);
 	ofx_list_init(&x->tgts);
 	ofx_list_init(&x->eps);
 	if (ia->cfg.xrcd[0]) {
@@ -353,6 +403,7 @@ err_close_fd:
 	if (x->fd >= 0)
 		close(x->fd);
 err_free:
+	pthread_mutex_destroy(&x->reap_lock);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 	return ret;
@@ -392,34 +443,132 @@ struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn)
 	return qp;
 }
 
-static void tgt_close(struct ofx_xrc_ia *x, struct ofx_xrc_tgtqp *t)
+/*
+ * QPs are destroyed with no lock of ours held: ibv_destroy_qp waits until
+ * every async event of the QP is acknowledged, and the async handler
+ * (ofx_xrc_qp_event) takes xrc->lock first.  So a QP leaves the tables under
+ * the lock and is destroyed after it is dropped.
+ */
+
+/* xrc->lock held.  The TGT handle leaves the table; tgt_free destroys it. */
+static void tgt_unlink(struct ofx_xrc_ia *x, struct ofx_xrc_tgtqp *t)
 {
+	ofx_lock_assert_held(&x->lock);
 	ofx_list_del(&t->link);
+	x->stats.tgt_handles--;
+}
+
+/* No lock held.  NULL-safe. */
+static void tgt_free(struct ofx_xrc_tgtqp *t)
+{
+	if (!t)
+		return;
 	if (ofx_verbs->destroy_qp(t->qp))
 		ofx_warn("release tgt qp 0x%x: %m", t->qpn);
-	x->stats.tgt_handles--;
 	free(t);
 }
 
-static void ini_destroy(struct ofx_xrc_ia *x, struct ofx_xrc_ini *ini)
+/* No lock held.  The INI QP is in no table any more. */
+static void ini_free(struct ofx_xrc_ia *x, struct ofx_xrc_ini *ini)
 {
-	ofx_list_del(&ini->link);
 	if (ini->qp && ofx_verbs->destroy_qp(ini->qp))
 		ofx_warn("destroy ini qp 0x%x: %m", ini->qp->qp_num);
+	pthread_mutex_lock(&x->lock);
 	x->stats.ini_live--;
+	pthread_mutex_unlock(&x->lock);
 	free(ini);
+}
+
+/* xrc->lock held.  No EP holds the INI QP any more: xrc_reap destroys it. */
+static void ini_retire(struct ofx_xrc_ia *x, struct ofx_xrc_ini *ini)
+{
+	ofx_lock_assert_held(&x->lock);
+	ofx_list_del(&ini->link);
+	ofx_list_add_tail(&x->retired, &ini->link);
+}
+
+/* xrc->lock held.  Moves every entry of `from` to the end of `to`. */
+static void list_move_all(struct ofx_list *to, struct ofx_list *from)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, from) {
+		ofx_list_del(pos);
+		ofx_list_add_tail(to, pos);
+	}
+}
+
+/*
+ * No lock held.  Tells the peer that the INI QP goes, so that the creator
+ * of its TGT lets it go too (best effort: a peer that does not hear it
+ * keeps the TGT until its ia_close).  Sent whatever the INI's state (the
+ * peer may have made a TGT for a request still unanswered), but not to a
+ * peer that never answered it: it is presumed gone.
+ */
+static void ini_close_tell(struct ofx_ia *ia, const struct ofx_xrc_ini *ini)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct xrc_ctl c = {
+		.op = OFX_XRC_OP_INI_CLOSE,
+		.conn_id = ini->id,
+		.srqn_from = ini->qp->qp_num,
+		.tag = x->tag,
+		.tgt = ini->tgt,
+		.port = x->port,
+	};
+
+	if (ini->unanswered)
+		return;
+	pthread_mutex_lock(&x->lock);
+	ctl_send(x, ia, (const struct sockaddr *)&ini->addr, ini->port, &c);
+	pthread_mutex_unlock(&x->lock);
+}
+
+/*
+ * No lock held.  Destroys the retired INI QPs once their CQEs are polled:
+ * mlx5 removes a destroyed QP's CQEs from its CQ unreported
+ * (__mlx5_cq_clean), and those are the flushed DTOs that every EP which
+ * shared the QP is owed (DAT completes every posted DTO).  With `wait`
+ * false (a completion or async handler, where a reap may already be under
+ * way further up the stack) it gives up if another reap runs: the next one
+ * takes what it leaves, ep_teardown's at the latest.
+ */
+static void xrc_reap(struct ofx_ia *ia, bool wait)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_list done, *pos, *tmp;
+
+	if (wait)
+		pthread_mutex_lock(&x->reap_lock);
+	else if (pthread_mutex_trylock(&x->reap_lock))
+		return;
+	ofx_list_init(&done);
+	pthread_mutex_lock(&x->lock);
+	list_move_all(&done, &x->retired);
+	pthread_mutex_unlock(&x->lock);
+	ofx_list_for_each_safe(pos, tmp, &done) {
+		struct ofx_xrc_ini *ini = container_of(pos, struct ofx_xrc_ini, link);
+
+		if (!ofx_evd_drain_all(ini->evd))
+			ofx_warn("ini qp 0x%x: request evd full, its flushed dtos are lost",
+				 ini->qp->qp_num);
+		ini_close_tell(ia, ini);
+		ofx_list_del(pos);
+		ini_free(x, ini);
+	}
+	pthread_mutex_unlock(&x->reap_lock);
 }
 
 void ofx_xrc_ia_quiesce(struct ofx_ia *ia)
 {
-	/* EPs are torn down one by one by ia_close (ofx_xrc_ep_teardown). */
+	/* EPs are torn down one by one by ia_close (ofx_xrc_conn_close). */
 	(void)ia;
 }
 
 void ofx_xrc_ia_close(struct ofx_ia *ia)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
-	struct ofx_list *pos, *tmp;
+	struct ofx_list inis, tgts, *pos, *tmp;
 
 	if (!x)
 		return;
@@ -431,17 +580,31 @@ void ofx_xrc_ia_close(struct ofx_ia *ia)
 			 x->stats.ini_created, x->stats.ini_live, x->stats.tgt_created,
 			 x->stats.tgt_opened, x->stats.conn_xrc, x->stats.conn_rc,
 			 x->stats.refused, x->stats.ctl_sent, x->stats.ctl_lost);
+	/* every EP is gone: so are the completions the INI QPs could owe */
+	ofx_list_init(&inis);
+	ofx_list_init(&tgts);
 	pthread_mutex_lock(&x->lock);
-	ofx_list_for_each_safe(pos, tmp, &x->inis)
-		ini_destroy(x, container_of(pos, struct ofx_xrc_ini, link));
+	list_move_all(&inis, &x->inis);
+	list_move_all(&inis, &x->retired);
 	/* created TGTs go with their creator; under 2a opened handles keep them */
-	ofx_list_for_each_safe(pos, tmp, &x->tgts)
-		tgt_close(x, container_of(pos, struct ofx_xrc_tgtqp, link));
+	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
+		tgt_unlink(x, container_of(pos, struct ofx_xrc_tgtqp, link));
+		ofx_list_add_tail(&tgts, pos);
+	}
 	pthread_mutex_unlock(&x->lock);
+	ofx_list_for_each_safe(pos, tmp, &inis) {
+		ofx_list_del(pos);
+		ini_free(x, container_of(pos, struct ofx_xrc_ini, link));
+	}
+	ofx_list_for_each_safe(pos, tmp, &tgts) {
+		ofx_list_del(pos);
+		tgt_free(container_of(pos, struct ofx_xrc_tgtqp, link));
+	}
 	if (ofx_verbs->close_xrcd(x->xrcd))
 		ofx_warn("close xrcd: %m");
 	if (x->fd >= 0)
 		close(x->fd);
+	pthread_mutex_destroy(&x->reap_lock);
 	pthread_mutex_destroy(&x->lock);
 	free(x);
 	ia->xrc_ia = NULL;
@@ -469,51 +632,69 @@ uint16_t ofx_xrc_service_port(const struct ofx_ia *ia)
 	return xrc_of(ia) ? xrc_of(ia)->port : 0;
 }
 
-/* ---- EP ----------------------------------------------------------------- */
+/* ---- connections ---------------------------------------------------------- */
 
-int ofx_xrc_ep_create(struct ofx_ep *ep)
+static void fence_owner_init(struct ofx_xrc_conn *xe);
+
+int ofx_xrc_conn_create(struct ofx_ia *ia, const struct ofx_xrc_owner_ops *ops, void *owner,
+			pthread_mutex_t *lock, struct ofx_xrc_conn **conn_p)
 {
-	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
-	struct ofx_xrc_ep *xe;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_conn *xe;
 
-	/* no carrier for the control messages: the EP stays plain RC */
-	if (!x || !x->tp || ep->srq)
+	*conn_p = NULL;
+	/* no carrier for the control messages: the owner stays plain RC */
+	if (!x || !x->tp)
 		return 0;
 	xe = calloc(1, sizeof(*xe));
 	if (!xe)
 		return -ENOMEM;
-	xe->ep = ep;
+	xe->ia = ia;
+	xe->lock = lock;
+	xe->ops = ops;
+	xe->owner = owner;
+	ofx_waiter_init(&xe->quiet);
 	ofx_list_init(&xe->link);
 	ofx_list_init(&xe->ini_link);
-	xe->fence.ep = ep;
-	xe->fence.op = OFX_OP_RTR_WRITE;
-	xe->fence.flags = OFX_COOKIE_F_INTERNAL;
-	ep->xrc = xe;
+	fence_owner_init(xe);
+	*conn_p = xe;
 	return 0;
 }
 
-static struct ibv_cq *ep_cq_of(struct ofx_ia *ia, struct ofx_evd *evd)
+/* Owner lock held (or the owner not yet visible). */
+static void conn_lock(struct ofx_xrc_conn *xe)
 {
-	return evd && evd->cq ? evd->cq : ia->empty_cq;
+	pthread_mutex_lock(xe->lock);
 }
 
-/* The connection's XRC SRQ, completing on the EP's recv EVD. */
-static int xrc_srq_open(struct ofx_ep *ep)
+/*
+ * Drops the owner's lock after a handler may have changed the connection,
+ * and wakes a conn_wait that waits for such a change (it tests again).
+ */
+static void conn_unlock(struct ofx_xrc_conn *xe)
 {
-	struct ofx_ia *ia = ep->obj.ia;
-	struct ofx_xrc_ep *xe = ep->xrc;
+	pthread_mutex_unlock(xe->lock);
+	atomic_fetch_add(&xe->gen, 1);
+	ofx_waiter_wake(&xe->quiet);
+}
+
+/* The connection's XRC SRQ, completing on the owner's recv EVD. */
+static int xrc_srq_open(struct ofx_xrc_conn *xe)
+{
+	struct ofx_ia *ia = xe->ia;
+	const struct ofx_xrc_conn_params *p = &xe->params;
 	struct ibv_srq_init_attr_ex attr = {
-		.srq_context = ep,
+		.srq_context = p->srq_context,
 		.attr = {
-			.max_wr = ep->attr.max_recv_dtos + 1,
-			.max_sge = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1,
+			.max_wr = p->recv_wr,
+			.max_sge = p->recv_sge,
 		},
 		.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD |
 			     IBV_SRQ_INIT_ATTR_XRCD | IBV_SRQ_INIT_ATTR_CQ,
 		.srq_type = IBV_SRQT_XRC,
-		.pd = ep->pz->pd,
+		.pd = p->pd,
 		.xrcd = xrc_of(ia)->xrcd,
-		.cq = ep_cq_of(ia, ep->recv_evd),
+		.cq = ofx_evd_qp_cq(ia, p->recv_evd),
 	};
 	int ret;
 
@@ -533,19 +714,95 @@ static int xrc_srq_open(struct ofx_ep *ep)
 	return 0;
 }
 
-static void xrc_srq_close(struct ofx_ep *ep)
+static void srq_destroy(struct ibv_srq *srq, uint32_t srqn)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
+	if (ofx_verbs->destroy_srq(srq))
+		ofx_warn("destroy xrc srq 0x%x: %m", srqn);
+}
 
+/*
+ * A retired SRQ destroyed without polling its CQEs first (the owner's
+ * memory is going, or a new connection needs it and no drain may run under
+ * the owner's lock): a CQE of it still in the CQ would fail a later poll.
+ */
+static void srq_drop_retired(struct ofx_xrc_conn *xe)
+{
+	if (!xe->old_srq)
+		return;
+	ofx_warn("xrc srq 0x%x destroyed before its completions were polled", xe->old_srqn);
+	srq_destroy(xe->old_srq, xe->old_srqn);
+	xe->old_srq = NULL;
+}
+
+/*
+ * Owner lock held.  Closes an SRQ no peer sent to (an offer not taken, a
+ * fallback to RC, a failed accept): it can have no CQE.
+ */
+static void xrc_srq_close(struct ofx_xrc_conn *xe)
+{
 	if (!xe->srq)
 		return;
 	/* receives posted from now on are held until the next connection */
-	atomic_store(&ep->recv_live, false);
-	if (ofx_verbs->destroy_srq(xe->srq))
-		ofx_warn("destroy xrc srq 0x%x: %m", xe->srqn);
+	xe->ops->recv_stop(xe->owner);
+	srq_destroy(xe->srq, xe->srqn);
 	xe->srq = NULL;
 }
 
+/*
+ * Owner lock held.  The connection's SRQ takes no more receives; srq_reap
+ * destroys it once the CQEs it produced are polled.
+ */
+static void xrc_srq_retire(struct ofx_xrc_conn *xe)
+{
+	if (!xe->srq)
+		return;
+	xe->ops->recv_stop(xe->owner);
+	srq_drop_retired(xe);
+	xe->old_srq = xe->srq;
+	xe->old_srqn = xe->srqn;
+	xe->srq = NULL;
+}
+
+/*
+ * Owner lock not held.  mlx5 leaves a destroyed SRQ's CQEs in the CQ, and
+ * the next ibv_poll_cq that meets one fails and loses its whole batch, other
+ * owners' completions included: so the recv EVD is drained first (this
+ * owner's completions are reported, or dropped if it is being freed).  If
+ * the EVD is full CQEs may remain: the SRQ stays until the next reap (an
+ * owner freed meanwhile keeps its memory and the SRQ until ia_close,
+ * ofx_xrc_conn_free).
+ */
+static void srq_reap(struct ofx_xrc_conn *xe)
+{
+	struct ibv_srq *srq;
+	uint32_t srqn;
+
+	conn_lock(xe);
+	srq = xe->old_srq;
+	srqn = xe->old_srqn;
+	xe->old_srq = NULL;
+	pthread_mutex_unlock(xe->lock);
+	if (!srq)
+		return;
+	if (!ofx_evd_drain_all(xe->params.recv_evd)) {
+		conn_lock(xe);
+		if (!xe->old_srq) {
+			xe->old_srq = srq;
+			srq = NULL;
+		}
+		pthread_mutex_unlock(xe->lock);
+		if (!srq)
+			return;
+	}
+	srq_destroy(srq, srqn);
+}
+
+/* No lock held.  What the connection left to destroy (see srq_reap). */
+static void conn_reap(struct ofx_xrc_conn *xe, bool wait)
+{
+	srq_reap(xe);
+	xrc_reap(xe->ia, wait);
+}
 static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_storage *b)
 {
 	if (a->ss_family != b->ss_family)
@@ -557,15 +814,20 @@ static bool addr_equal(const struct sockaddr_storage *a, const struct sockaddr_s
 		       &((const struct sockaddr_in6 *)b)->sin6_addr, sizeof(struct in6_addr));
 }
 
-/* xrc->lock held.  Finds the EP of the connection `srqn_to` <- `srqn_from`. */
-static struct ofx_xrc_ep *ep_find(struct ofx_xrc_ia *x, uint32_t srqn_to, uint32_t srqn_from)
+/*
+ * xrc->lock held.  Finds the EP of the connection `srqn_to` <- `srqn_from`
+ * (SRQ numbers are unique on the device).
+ */
+static struct ofx_xrc_conn *ep_find(struct ofx_xrc_ia *x, uint32_t srqn_to, uint32_t srqn_from)
 {
 	struct ofx_list *pos, *tmp;
 
 	ofx_list_for_each_safe(pos, tmp, &x->eps) {
-		struct ofx_xrc_ep *xe = container_of(pos, struct ofx_xrc_ep, link);
+		struct ofx_xrc_conn *xe = container_of(pos, struct ofx_xrc_conn, link);
 
-		if (xe->srq && xe->srqn == srqn_to && xe->peer_srqn == srqn_from)
+		/* P learns A's srqn from the CONFIRM: until then ours names the EP */
+		if (xe->srq && xe->srqn == srqn_to &&
+		    (xe->peer_srqn == srqn_from || !xe->peer_srqn_known))
 			return xe;
 	}
 	return NULL;
@@ -589,7 +851,7 @@ static struct ibv_qp *tgt_open(struct ofx_ia *ia, uint32_t qpn)
  * xrc->lock held.  The receiver's check of the TGT a peer sends through:
  * under 2a the handle is kept by the EP, under 2b it is closed again.
  */
-static enum xrc_verdict tgt_verify(struct ofx_ia *ia, struct ofx_xrc_ep *xe, uint32_t qpn)
+static enum xrc_verdict tgt_verify(struct ofx_ia *ia, struct ofx_xrc_conn *xe, uint32_t qpn)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct ofx_xrc_tgtqp *t;
@@ -634,52 +896,140 @@ static enum xrc_verdict tgt_verify(struct ofx_ia *ia, struct ofx_xrc_ep *xe, uin
 
 /* ---- INI table ---------------------------------------------------------- */
 
-static int ini_qp_create(struct ofx_ia *ia, struct ofx_xrc_ini *ini, const struct ofx_ep *ep)
+/*
+ * INI QP sizing.  The SQ is shared by every EP to the node, so it is made as
+ * deep as the device takes; but max_qp_wr and max_sge are not what a QP of
+ * this type can hold: mlx5 counts max_qp_wr in 64-byte blocks and puts 208
+ * bytes of fixed segments in every XRC_SEND WQE before the data segments,
+ * within 512 bytes (30 SGEs cannot fit; a 5-block WQE allows 4095 WRs).  No
+ * verb tells that limit, so the SQ asks for the SGEs its EPs need (at least
+ * XRC_INI_MIN_SGE, so the usual EPs share it) and the EP's inline size, and
+ * halves the depth on EINVAL or ENOMEM down to what the EP needs; then it
+ * tries again without inline data (sends above what the QP grants go
+ * without IBV_SEND_INLINE, ofx_xrc_sq_begin).
+ */
+#define XRC_INI_MIN_SGE 4
+
+struct ini_need {
+	uint32_t wr, sge, inline_data;
+};
+
+static struct ini_need ini_need_of(const struct ofx_xrc_conn_params *p)
 {
+	struct ini_need n = {
+		.wr = p->send_wr,
+		.sge = p->send_sge,
+		.inline_data = p->inline_data,
+	};
+
+	return n;
+}
+
+static bool ini_fits(const struct ofx_xrc_ini *ini, const struct ini_need *n)
+{
+	return ini->cap.max_send_sge >= n->sge && ini->cap.max_send_wr >= ini->wr_used &&
+	       ini->cap.max_send_wr - ini->wr_used >= n->wr;
+}
+
+static struct ibv_qp *ini_qp_try(struct ofx_ia *ia, struct ofx_xrc_ini *ini,
+				 struct ibv_qp_init_attr_ex *init, uint32_t wr, uint32_t inl)
+{
+	init->cap.max_send_wr = wr;
+	init->cap.max_inline_data = inl;
+	return ofx_verbs->create_qp_ex(ia->verbs, init);
+}
+
+static int ini_qp_create(struct ofx_ia *ia, struct ofx_xrc_ini *ini,
+			 const struct ofx_xrc_conn_params *p)
+{
+	const struct ini_need need = ini_need_of(p);
+	uint32_t top = ia->dev_attr.max_qp_wr > 1 ? (uint32_t)ia->dev_attr.max_qp_wr - 1 : 1;
+	uint32_t sge = need.sge > XRC_INI_MIN_SGE ? need.sge : XRC_INI_MIN_SGE;
 	struct ibv_qp_init_attr_ex init = {
 		.qp_context = ini,
 		.send_cq = ini->cq,
-		.cap = {
-			.max_send_wr = ia->dev_attr.max_qp_wr > 1 ? ia->dev_attr.max_qp_wr - 1 : 1,
-			.max_send_sge = ia->dev_attr.max_sge ? ia->dev_attr.max_sge : 1,
-			.max_inline_data = ia->max_inline,
-		},
 		.qp_type = IBV_QPT_XRC_SEND,
 		.comp_mask = IBV_QP_INIT_ATTR_PD,
 		.pd = ini->pd,
 	};
+	uint32_t inl = need.inline_data;
+	int ret = -EINVAL;
 
-	(void)ep;
-	ini->qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
-	if (!ini->qp) {
-		int ret = errno ? -errno : -ENOMEM;
-
-		ofx_err("create xrc ini qp: %m");
-		return ret;
+	if (ia->dev_attr.max_sge > 0 && sge > (uint32_t)ia->dev_attr.max_sge)
+		sge = need.sge;
+	init.cap.max_send_sge = sge;
+	for (int pass = 0; pass < 2 && !ini->qp; pass++, inl = 0) {
+		for (uint32_t wr = top; wr >= need.wr; wr /= 2) {
+			ini->qp = ini_qp_try(ia, ini, &init, wr, inl);
+			if (ini->qp)
+				break;
+			ret = errno ? -errno : -ENOMEM;
+			ofx_dbg("xrc ini qp: %u wr, %u sge, inline %u: %s", wr, sge, inl,
+				strerror(-ret));
+			if (ret != -EINVAL && ret != -ENOMEM)
+				goto err;
+			if (wr == 1)
+				break;
+		}
+		if (!inl)
+			break;
 	}
+	if (!ini->qp)
+		goto err;
+	ini->cap = init.cap;
+	ofx_dbg("xrc ini qp 0x%x: %u wr, %u sge, inline %u", ini->qp->qp_num,
+		ini->cap.max_send_wr, ini->cap.max_send_sge, ini->cap.max_inline_data);
 	return 0;
+
+err:
+	errno = -ret;
+	ofx_err("create xrc ini qp (%u sge, %u wr needed): %m", sge, need.wr);
+	return ret;
 }
 
-/* Moves the INI QP to RTS towards TGT `tgt`. */
-static int ini_qp_ready(struct ofx_xrc_ini *ini, uint32_t tgt)
+/*
+ * The attributes the kernel requires of an XRC QP at each transition (an
+ * INI takes access flags at RESET->INIT although it has no responder).  A
+ * device carrier gets them from rdma_init_qp_attr (xrc_cm.c); the model
+ * carrier moves the QPs here with these.
+ */
+#define XRC_INIT_MASK (IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+#define XRC_RTR_MASK (IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN | \
+		      IBV_QP_RQ_PSN)
+#define XRC_TGT_RTR_MASK (XRC_RTR_MASK | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER)
+#define XRC_INI_RTS_MASK (IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY | \
+			  IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC)
+/* rdma_cm caps the initiator depth it offers at 16 too */
+#define XRC_MAX_RD_ATOM 16
+
+static uint8_t xrc_depth(int dev_max)
+{
+	return (uint8_t)(dev_max <= 0 ? 1 : dev_max < XRC_MAX_RD_ATOM ? dev_max : XRC_MAX_RD_ATOM);
+}
+
+/* Moves the INI QP to RTS towards TGT `tgt` (the model carrier). */
+static int ini_qp_ready(struct ofx_ia *ia, struct ofx_xrc_ini *ini, uint32_t tgt)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
 	int ret;
 
-	ret = ofx_verbs->modify_qp(ini->qp, &a, IBV_QP_STATE);
+	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_INIT_MASK);
 	if (ret)
 		goto err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
 	a.dest_qp_num = tgt;
-	ret = ofx_verbs->modify_qp(ini->qp, &a, IBV_QP_STATE | IBV_QP_DEST_QPN);
+	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_RTR_MASK);
 	if (ret)
 		goto err;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
+	a.timeout = 14;
 	a.retry_cnt = 7;
 	a.rnr_retry = 7;
-	ret = ofx_verbs->modify_qp(ini->qp, &a, IBV_QP_STATE | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY);
+	a.max_rd_atomic = xrc_depth(ia->dev_attr.max_qp_init_rd_atom);
+	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_INI_RTS_MASK);
 	if (ret)
 		goto err;
 	ini->tgt = tgt;
@@ -694,21 +1044,24 @@ err:
  * then its INI request is sent) with a reference for the EP, which is
  * bound to it.
  */
-static int ini_get(struct ofx_ia *ia, struct ofx_xrc_ep *xe)
+static int ini_get(struct ofx_ia *ia, struct ofx_xrc_conn *xe)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
-	struct ofx_ep *ep = xe->ep;
-	struct ibv_cq *cq = ep_cq_of(ia, ep->req_evd);
+	const struct ofx_xrc_conn_params *p = &xe->params;
+	struct ibv_cq *cq = ofx_evd_qp_cq(ia, p->req_evd);
 	struct ofx_xrc_ini *ini = NULL;
 	struct ofx_list *pos, *tmp;
 	struct xrc_ctl c = { 0 };
+	const struct ini_need need = ini_need_of(p);
 	int ret;
 
+	/* an EP with more SGEs than an INI QP holds gets one of its own */
 	ofx_list_for_each_safe(pos, tmp, &x->inis) {
 		struct ofx_xrc_ini *i = container_of(pos, struct ofx_xrc_ini, link);
 
 		if (i->state != INI_DEAD && i->tag == xe->peer_tag && i->cq == cq &&
-		    i->pd == ep->pz->pd && addr_equal(&i->addr, &ep->remote_addr)) {
+		    i->pd == p->pd && addr_equal(&i->addr, &xe->peer_addr) &&
+		    ini_fits(i, &need)) {
 			ini = i;
 			break;
 		}
@@ -717,15 +1070,16 @@ static int ini_get(struct ofx_ia *ia, struct ofx_xrc_ep *xe)
 		ini = calloc(1, sizeof(*ini));
 		if (!ini)
 			return -ENOMEM;
-		ini->addr = ep->remote_addr;
+		ini->addr = xe->peer_addr;
 		ini->tag = xe->peer_tag;
 		ini->cq = cq;
-		ini->pd = ep->pz->pd;
+		ini->pd = p->pd;
+		ini->evd = p->req_evd;
 		ini->port = xe->peer_port;
 		ini->id = ++x->next_id;
 		ini->state = INI_CONNECTING;
 		ofx_list_init(&ini->eps);
-		ret = ini_qp_create(ia, ini, ep);
+		ret = ini_qp_create(ia, ini, p);
 		if (ret) {
 			free(ini);
 			return ret;
@@ -741,33 +1095,58 @@ static int ini_get(struct ofx_ia *ia, struct ofx_xrc_ep *xe)
 		c.aux = ini->tag;
 		ret = ctl_send_qp(x, ia, (struct sockaddr *)&ini->addr, ini->port, &c, ini->qp);
 		if (ret) {
-			ini->state = INI_DEAD;
+			/* nobody holds it yet: it goes at the next reap */
+			ini->unanswered = true;
+			ini_retire(x, ini);
 			return ret;
 		}
 	}
 	ini->refs++;
+	ini->wr_used += need.wr;
 	xe->ini = ini;
+	xe->ini_wr = need.wr;
 	ofx_list_add_tail(&ini->eps, &xe->ini_link);
 	return 0;
 }
 
 /* xrc->lock held.  Drops the EP's INI reference; the last one destroys it. */
-static void ini_put(struct ofx_xrc_ia *x, struct ofx_xrc_ep *xe)
+static void ini_put(struct ofx_xrc_ia *x, struct ofx_xrc_conn *xe)
 {
 	struct ofx_xrc_ini *ini = xe->ini;
 
+	ofx_lock_assert_held(&x->lock);
 	if (!ini)
 		return;
 	ofx_list_del(&xe->ini_link);
 	xe->ini = NULL;
+	ini->wr_used -= xe->ini_wr;
+	xe->ini_wr = 0;
 	if (--ini->refs == 0)
-		ini_destroy(x, ini);
+		ini_retire(x, ini);
+}
+
+/*
+ * Owner lock held.  The peer refused the TGT behind the INI QP: it is
+ * gone (its creator destroyed it, or under 2b exited), so every later EP
+ * through that INI QP would be refused too.  It is never bound again; the
+ * connections still on it keep it until they go (their sends fail if the
+ * TGT is).
+ */
+static void ini_refused(struct ofx_xrc_ia *x, struct ofx_xrc_conn *xe)
+{
+	pthread_mutex_lock(&x->lock);
+	if (xe->ini && xe->ini->state == INI_READY) {
+		ofx_warn("ini qp 0x%x: tgt qp 0x%x refused by the peer; a new ini qp for the next connection",
+			 xe->ini->qp->qp_num, xe->ini->tgt);
+		xe->ini->state = INI_DEAD;
+	}
+	pthread_mutex_unlock(&x->lock);
 }
 
 /* ---- connection state --------------------------------------------------- */
 
-/* ep->lock and xrc->lock held.  Sends CONFIRM (active) or BIND (passive). */
-static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_ep *xe)
+/* Owner lock and xrc->lock held.  Sends CONFIRM (active) or BIND (passive). */
+static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_conn *xe)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c = {
@@ -781,116 +1160,186 @@ static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_ep *xe)
 
 	c.op = xe->active ? OFX_XRC_OP_CONFIRM : OFX_XRC_OP_BIND;
 	xe->state = xe->active ? XC_A_CONFIRM_SENT : XC_P_BIND_SENT;
-	return ctl_send(x, ia, (struct sockaddr *)&xe->ep->remote_addr, xe->peer_port, &c);
+	return ctl_send(x, ia, (struct sockaddr *)&xe->peer_addr, xe->peer_port, &c);
 }
 
-/* ep->lock held.  The connection is up in both directions. */
-static void conn_established(struct ofx_xrc_ep *xe)
+/* Owner lock held.  The connection is up in both directions. */
+static void conn_established(struct ofx_xrc_conn *xe)
 {
-	struct ofx_ep *ep = xe->ep;
-	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
+	struct ofx_xrc_ia *x = xrc_of(xe->ia);
 
 	xe->state = XC_CONNECTED;
-	ep->state = OFX_EP_CONNECTED;
+	xe->established = true;
 	atomic_store(&xe->can_send, true);
 	pthread_mutex_lock(&x->lock);
 	x->stats.conn_xrc++;
 	pthread_mutex_unlock(&x->lock);
-	ofx_dbg("ep %p xrc srq 0x%x <-> 0x%x connected", (void *)ep, xe->srqn, xe->peer_srqn);
-	ofx_ep_post_conn_event(ep, DAT_CONNECTION_EVENT_ESTABLISHED, xe->active);
+	ofx_dbg("xrc conn %p srq 0x%x <-> 0x%x connected", (void *)xe, xe->srqn, xe->peer_srqn);
+	xe->ops->established(xe->owner, xe->active);
 }
 
-/* ep->lock held.  Releases SRQ, INI and TGT references of the connection. */
-static void conn_release(struct ofx_xrc_ep *xe)
+static bool xrc_count_is_zero(void *count)
 {
-	struct ofx_ep *ep = xe->ep;
-	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
+	return atomic_load((_Atomic int *)count) == 0;
+}
 
+/*
+ * Until `count` is 0: posts of the consumer's other threads (inflight, with
+ * can_send cleared) or control and completion handlers (busy), each short.
+ * A stuck one is reported every few seconds.
+ */
+static void xrc_wait_zero(struct ofx_xrc_conn *xe, _Atomic int *count, const char *what)
+{
+	while (ofx_waiter_wait(&xe->quiet, xrc_count_is_zero, (void *)count,
+			       ofx_now_ns() + 5000000000ull))
+		ofx_warn("xrc conn %p: %d %s still running after 5 s", (void *)xe,
+			 atomic_load(count), what);
+}
+
+/*
+ * Owner lock held.  Releases SRQ, INI and TGT references of the connection;
+ * the SRQ and INI QP are destroyed by the next reap (conn_reap), once the
+ * caller holds no lock.
+ */
+static void conn_release(struct ofx_xrc_conn *xe)
+{
+	struct ofx_xrc_ia *x = xrc_of(xe->ia);
+	struct ofx_xrc_tgtqp *gone = NULL;
+
+	ofx_lock_assert_held(xe->lock);
 	atomic_store(&xe->can_send, false);
-	while (atomic_load(&xe->inflight))
-		sched_yield();
-	ofx_progress_timer_cancel(ep->obj.ia->progress, &xe->fence_timer);
-	xrc_srq_close(ep);
+	xrc_wait_zero(xe, &xe->inflight, "posts in flight");
+	ofx_progress_timer_cancel(xe->ia->progress, &xe->fence_timer);
+	if (xe->established)
+		xrc_srq_retire(xe);
+	else
+		xrc_srq_close(xe);
 	pthread_mutex_lock(&x->lock);
 	ini_put(x, xe);
-	/* a TGT this IA created stays until ia_close */
-	if (xe->tgt && --xe->tgt->refs == 0 && !xe->tgt->created)
-		tgt_close(x, xe->tgt);
+	/* a TGT this IA created also stays while its INI QP exists */
+	if (xe->tgt && --xe->tgt->refs == 0 && (!xe->tgt->created || !xe->tgt->ini_open)) {
+		gone = xe->tgt;
+		tgt_unlink(x, gone);
+	}
 	xe->tgt = NULL;
 	ofx_list_del(&xe->link);
 	pthread_mutex_unlock(&x->lock);
+	/* its async events' handler takes xrc->lock, not the owner's */
+	tgt_free(gone);
 	xe->state = XC_CLOSED;
 }
 
-/* ep->lock held.  Reports the end of the connection once. */
-static void conn_report(struct ofx_xrc_ep *xe, DAT_EVENT_NUMBER num)
-{
-	struct ofx_ep *ep = xe->ep;
+/* How a connection ended, for its owner (ofx_xrc_owner_ops). */
+enum xrc_end { XRC_END_FAILED, XRC_END_DISCONNECTED, XRC_END_BROKEN };
 
-	ep->state = OFX_EP_DISCONNECTED;
-	if (xe->event_posted)
-		return;
+/*
+ * Owner lock held.  Tells the owner how the connection ended; only the
+ * first end is reported to its consumer (`report`), a later one moves its
+ * state alone.
+ */
+static void conn_report(struct ofx_xrc_conn *xe, enum xrc_end end, bool async)
+{
+	bool report = !xe->event_posted;
+
 	xe->event_posted = true;
-	ofx_ep_post_conn_event(ep, num, false);
+	switch (end) {
+	case XRC_END_FAILED:
+		xe->ops->failed(xe->owner, xe->active, report);
+		break;
+	case XRC_END_DISCONNECTED:
+		xe->ops->disconnected(xe->owner, report);
+		break;
+	case XRC_END_BROKEN:
+		xe->ops->broken(xe->owner, report, async);
+		break;
+	}
 }
 
-/* The event of a connection that failed before it was established. */
-static DAT_EVENT_NUMBER pending_fail_event(const struct ofx_xrc_ep *xe)
+/* Owner lock held.  The connection failed before it was established. */
+static void conn_fail(struct ofx_xrc_conn *xe)
 {
-	return xe->active ? DAT_CONNECTION_EVENT_NON_PEER_REJECTED :
-			    DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR;
-}
-
-/* ep->lock held.  The connection failed before it was established. */
-static void conn_fail(struct ofx_xrc_ep *xe, DAT_EVENT_NUMBER num)
-{
-	ofx_dbg("ep %p xrc connection failed in %s", (void *)xe->ep, xrc_conn_names[xe->state]);
+	ofx_dbg("xrc conn %p failed in %s", (void *)xe, xrc_conn_names[xe->state]);
 	conn_release(xe);
-	conn_report(xe, num);
+	conn_report(xe, XRC_END_FAILED, false);
 }
 
-static void conn_after_fence(struct ofx_xrc_ep *xe);
+/*
+ * Owner lock held.  Sends the connection's DISC (`aux`: XRC_DISC_BROKEN or
+ * 0) unless the peer is gone or was never known; 0 or a negative errno.
+ */
+static int disc_send(struct ofx_xrc_conn *xe, uint32_t aux)
+{
+	struct ofx_ia *ia = xe->ia;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct xrc_ctl c = {
+		.op = OFX_XRC_OP_DISC,
+		.conn_id = xe->conn_id,
+		.srqn_from = xe->srqn,
+		.srqn_to = xe->peer_srqn,
+		.tag = x->tag,
+		.port = x->port,
+		.aux = aux,
+	};
+
+	if (xe->peer_gone || !xe->peer_port)
+		return -ENOTCONN;
+	return ctl_send(x, ia, (struct sockaddr *)&xe->peer_addr, xe->peer_port, &c);
+}
+
+/*
+ * Owner lock held.  A failure the peer cannot see (our INI QP could not be
+ * made or connected): it has taken the offer and waits for our CONFIRM or
+ * BIND, so a DISC tells it to fail its side too, unless it is gone.
+ */
+static void conn_fail_tell(struct ofx_xrc_conn *xe)
+{
+	disc_send(xe, 0);
+	conn_fail(xe);
+}
+
+static void conn_after_fence(struct ofx_xrc_conn *xe);
 
 /*
  * Progress thread: nobody may be polling the request EVD, so the fence's
- * completion is looked for here; after cm_timeout_ms the EP goes on without
- * it (its INI QP is then stuck or dead, which the send error reports).
+ * completion is looked for here; after cm_timeout_ms the connection goes
+ * on without it (its INI QP is then stuck or dead, which the send error
+ * reports).  Either way conn_unlock wakes a conn_wait.
  */
 static void fence_poll(void *arg)
 {
-	struct ofx_xrc_ep *xe = arg;
-	struct ofx_ep *ep = xe->ep;
+	struct ofx_xrc_conn *xe = arg;
+	struct ofx_ia *ia = xe->ia;
 
-	if (ep->req_evd)
-		ofx_evd_drain_cq(ep->req_evd);
-	pthread_mutex_lock(&ep->lock);
+	if (xe->params.req_evd)
+		ofx_evd_drain_cq(xe->params.req_evd);
+	conn_lock(xe);
 	if (xe->state == XC_FENCE && !xe->fence_done) {
 		if (ofx_now_ns() > xe->fence_deadline_ns) {
-			ofx_warn("ep %p: xrc fence not completed within %u ms", (void *)ep,
-				 ep->obj.ia->cfg.cm_timeout_ms);
+			ofx_warn("xrc conn %p: fence not completed within %u ms", (void *)xe,
+				 ia->cfg.cm_timeout_ms);
 			xe->fence_done = true;
 			conn_after_fence(xe);
 		} else {
-			ofx_progress_timer_arm(ep->obj.ia->progress, &xe->fence_timer,
-					       XRC_FENCE_POLL_US, fence_poll, xe);
+			ofx_progress_timer_arm(ia->progress, &xe->fence_timer, XRC_FENCE_POLL_US,
+					       fence_poll, xe);
 		}
 	}
-	pthread_mutex_unlock(&ep->lock);
+	conn_unlock(xe);
+	conn_reap(xe, false);
 }
 
 /*
- * ep->lock held.  Stops sending and posts the fence behind the EP's sends;
- * DISC follows its completion (ofx_xrc_dto_notify).  Without a ready INI
- * QP there is nothing to fence.
+ * Owner lock held.  Stops sending and posts the fence behind the
+ * connection's sends; DISC follows its completion (fence_notify).  Without
+ * a ready INI QP there is nothing to fence.
  */
-static void conn_stop_sending(struct ofx_xrc_ep *xe)
+static void conn_stop_sending(struct ofx_xrc_conn *xe)
 {
 	struct ibv_send_wr wr = { 0 }, *bad;
 	int ret;
 
 	atomic_store(&xe->can_send, false);
-	while (atomic_load(&xe->inflight))
-		sched_yield();
+	xrc_wait_zero(xe, &xe->inflight, "posts in flight");
 	xe->state = XC_FENCE;
 	xe->fence_done = false;
 	if (!xe->ini || xe->ini->state != INI_READY) {
@@ -903,138 +1352,133 @@ static void conn_stop_sending(struct ofx_xrc_ep *xe)
 	wr.qp_type.xrc.remote_srqn = xe->peer_srqn;
 	ret = ofx_verbs->post_send(xe->ini->qp, &wr, &bad);
 	if (ret) {
-		ofx_warn("post xrc fence on qp 0x%x: %s", xe->ini->qp->qp_num, strerror(ret));
+		ofx_warn("post xrc fence on qp 0x%x: %s", xe->ini->qp->qp_num, strerror(-ret));
 		xe->fence_done = true;
 		return;
 	}
-	xe->fence_deadline_ns = ofx_now_ns() + xe->ep->obj.ia->cfg.cm_timeout_ms * 1000000ull;
-	ofx_progress_timer_arm(xe->ep->obj.ia->progress, &xe->fence_timer, XRC_FENCE_POLL_US,
-			       fence_poll, xe);
+	xe->fence_deadline_ns = ofx_now_ns() + xe->ia->cfg.cm_timeout_ms * 1000000ull;
+	ofx_progress_timer_arm(xe->ia->progress, &xe->fence_timer, XRC_FENCE_POLL_US, fence_poll,
+			       xe);
 }
 
-/* ep->lock held.  After the fence: DISC, and the end once the peer's came. */
-static void conn_after_fence(struct ofx_xrc_ep *xe)
+/* Owner lock held.  After the fence: DISC, and the end once the peer's came. */
+static void conn_after_fence(struct ofx_xrc_conn *xe)
 {
-	struct ofx_ia *ia = xe->ep->obj.ia;
-	struct ofx_xrc_ia *x = xrc_of(ia);
-	struct xrc_ctl c = {
-		.op = OFX_XRC_OP_DISC,
-		.conn_id = xe->conn_id,
-		.srqn_from = xe->srqn,
-		.srqn_to = xe->peer_srqn,
-		.tag = x->tag,
-		.port = x->port,
-	};
-
 	xe->state = XC_DISC_SENT;
-	if (!xe->peer_gone &&
-	    ctl_send(x, ia, (struct sockaddr *)&xe->ep->remote_addr, xe->peer_port, &c))
+	if (!xe->peer_gone && disc_send(xe, 0))
 		xe->peer_gone = true; /* no way to reach the peer */
 	if (xe->peer_disc || xe->peer_gone) {
 		conn_release(xe);
-		conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
-	} else if (xe->ep->state != OFX_EP_DISCONNECTED) {
-		xe->ep->state = OFX_EP_DISCONNECT_PENDING;
+		conn_report(xe, XRC_END_DISCONNECTED, false);
+	} else {
+		xe->ops->disconnecting(xe->owner);
 	}
 }
 
-/* ep->lock held.  Ends a connection not yet established: DISC, no fence. */
-static void conn_abort(struct ofx_xrc_ep *xe)
+/* Owner lock held.  Ends a connection not yet established: DISC, no fence. */
+static void conn_abort(struct ofx_xrc_conn *xe)
 {
 	xe->fence_done = true;
 	conn_after_fence(xe);
 	if (xe->state != XC_CLOSED) {
-		/* the peer may not know the EP yet: do not wait for its DISC */
+		/* the peer may not know the connection yet: do not wait for its DISC */
 		xe->peer_gone = true;
 		conn_release(xe);
 	}
-	conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
+	conn_report(xe, XRC_END_DISCONNECTED, false);
 }
 
 /* The peer's DISC sent after its fence: we may also tell it we are done. */
-static void conn_fence_and_disc(struct ofx_xrc_ep *xe)
+static void conn_fence_and_disc(struct ofx_xrc_conn *xe)
 {
 	conn_stop_sending(xe);
 	if (xe->fence_done)
 		conn_after_fence(xe);
 }
 
-/* ---- connection hooks --------------------------------------------------- */
+/* ---- connection steps (the owner's transport hooks call these) ----------- */
 
-int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p)
+int ofx_xrc_conn_offer(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params *params,
+		       const void *pdata, int pdata_len, void *req, int req_len)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
 	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC };
 	int n, ret;
 
-	*offered_p = false;
-	if (!xe || ep->csp || pdata_len > XRC_REQ_AREA - OFX_PDATA_XRC_HDR_LEN ||
-	    ofx_cm_p2p_requested(ep))
+	/* the offer is the base trailer alone: every size RC sends with one */
+	if (pdata_len > XRC_REQ_AREA - OFX_PDATA_HDR_LEN)
 		return 0;
-	xrc_srq_close(ep); /* an earlier offer whose connect never started */
-	ret = xrc_srq_open(ep);
+	xrc_srq_close(xe); /* an earlier offer whose connect never started */
+	srq_drop_retired(xe);
+	xe->params = *params;
+	ret = xrc_srq_open(xe);
 	if (ret)
 		return ret;
-	hdr.xrc_srqn = (xe->srqn & XRC_SRQN_MASK) | (x->tag & 0xffu) << 24;
-	n = ofx_pdata_encode(&hdr, pdata, pdata_len, XRC_REQ_AREA, ep->req_pdata,
-			     sizeof(ep->req_pdata));
+	n = ofx_pdata_encode(&hdr, pdata, pdata_len, XRC_REQ_AREA, req, (size_t)req_len);
 	if (n < 0) {
-		xrc_srq_close(ep);
+		xrc_srq_close(xe);
 		return n;
 	}
-	ep->req_pdata_len = n;
 	xe->active = true;
 	xe->state = XC_OFFERED;
-	xe->event_posted = false;
-	*offered_p = true;
-	return 0;
+	xe->event_posted = xe->established = false;
+	return n;
 }
 
-bool ofx_xrc_offered(const struct ofx_ep *ep)
+bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *xe)
 {
-	return ep->xrc && ep->xrc->state == XC_OFFERED;
+	return xe->state == XC_OFFERED;
 }
 
-void ofx_xrc_fallback(struct ofx_ep *ep)
+void ofx_xrc_conn_fallback(struct ofx_xrc_conn *xe)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
+	struct ofx_xrc_ia *x = xrc_of(xe->ia);
 
-	if (!xe)
-		return;
-	xrc_srq_close(ep);
+	xrc_srq_close(xe);
 	xe->state = XC_RC;
 	pthread_mutex_lock(&x->lock);
 	x->stats.conn_rc++;
 	pthread_mutex_unlock(&x->lock);
 }
 
-bool ofx_xrc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
+void ofx_xrc_count_rc(struct ofx_ia *ia)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_ia *ia = ep->obj.ia;
 	struct ofx_xrc_ia *x = xrc_of(ia);
-	const uint8_t *d = ev->param.conn.private_data;
-	int len = ev->param.conn.private_data_len;
-	struct ofx_pdata_hdr hdr;
-	int ret;
 
-	if (!xe || xe->state != XC_OFFERED || ev->status != OFX_REJ_CONSUMER || !d ||
+	pthread_mutex_lock(&x->lock);
+	x->stats.conn_rc++;
+	pthread_mutex_unlock(&x->lock);
+}
+
+bool ofx_xrc_conn_answered(struct ofx_xrc_conn *xe, int status, const void *data, int len,
+			   const void **accept_p, int *accept_len_p)
+{
+	const uint8_t *d = data;
+	struct ofx_pdata_hdr hdr;
+
+	if (xe->state != XC_OFFERED || status != OFX_REJ_CONSUMER || !d ||
 	    len < XRC_ACC_HDR + OFX_PDATA_XRC_HDR_LEN || d[6] != XRC_VERSION ||
 	    ofx_pdata_decode(d + XRC_ACC_HDR, len - XRC_ACC_HDR, &hdr) ||
 	    (hdr.flags & (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY)) !=
 		    (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY))
 		return false;
-	*destroy_p = ev->id;
 	xe->peer_port = get16(d + 4);
 	xe->peer_tag = get32(d + 8);
 	xe->peer_srqn = hdr.xrc_srqn & XRC_SRQN_MASK;
-	memcpy(ep->pdata, d + XRC_ACC_HDR, hdr.consumer_len);
-	ep->pdata_len = hdr.consumer_len;
-	ep->state = OFX_EP_COMPLETION_PENDING;
+	xe->peer_srqn_known = true;
+	*accept_p = d + XRC_ACC_HDR;
+	*accept_len_p = hdr.consumer_len;
+	return true;
+}
 
-	ret = ofx_ep_recv_go_live(ep, false);
+void ofx_xrc_conn_confirm(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params *params,
+			  const struct sockaddr_storage *peer, int err)
+{
+	struct ofx_ia *ia = xe->ia;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	int ret = err;
+
+	xe->params = *params;
+	xe->peer_addr = *peer;
 	pthread_mutex_lock(&x->lock);
 	xe->conn_id = ++x->next_id;
 	ofx_list_add_tail(&x->eps, &xe->link);
@@ -1045,41 +1489,40 @@ bool ofx_xrc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_c
 		ret = conn_ini_ready(ia, xe);
 	pthread_mutex_unlock(&x->lock);
 	if (ret)
-		conn_fail(xe, pending_fail_event(xe));
-	return true;
+		conn_fail_tell(xe);
 }
 
-bool ofx_xrc_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int pdata_len,
-		    int *ret_p)
+int ofx_xrc_conn_accept_begin(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params *params,
+			      const struct sockaddr_storage *peer)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_ia *ia = ep->obj.ia;
-	struct ofx_xrc_ia *x = xrc_of(ia);
-	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY };
-	uint8_t rej[XRC_REJ_AREA];
-	int ret, n;
+	int ret;
 
-	if (!xe)
-		return false;
-	if (ep->csp || !cr->has_hdr || !(cr->hdr.flags & OFX_PDATA_F_XRC) ||
-	    (cr->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX) {
-		pthread_mutex_lock(&x->lock);
-		x->stats.conn_rc++;
-		pthread_mutex_unlock(&x->lock);
-		return false;
+	srq_drop_retired(xe);
+	xe->params = *params;
+	ret = xrc_srq_open(xe);
+	if (ret) {
+		xe->state = XC_IDLE;
+		return ret;
 	}
-	ret = xrc_srq_open(ep);
-	if (ret)
-		goto out;
 	xe->active = false;
-	xe->event_posted = false;
-	xe->peer_srqn = cr->hdr.xrc_srqn & XRC_SRQN_MASK;
-	ep->remote_addr = cr->remote_addr;
-	ret = ofx_ep_recv_go_live(ep, false);
-	if (ret)
-		goto err_srq;
+	xe->event_posted = xe->established = false;
+	xe->peer_srqn = 0;	/* A names it in its CONFIRM (step 3) */
+	xe->peer_srqn_known = false;
+	xe->peer_addr = *peer;
+	return 0;
+}
 
-	memset(rej, 0, sizeof(rej));
+int ofx_xrc_conn_accept_answer(struct ofx_xrc_conn *xe, const void *pdata, int pdata_len,
+			       void *rej_buf, int rej_len)
+{
+	struct ofx_xrc_ia *x = xrc_of(xe->ia);
+	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY };
+	uint8_t *rej = rej_buf;
+	int n;
+
+	if (rej_len < XRC_REJ_AREA)
+		return -EINVAL;
+	memset(rej, 0, XRC_REJ_AREA);
 	put32(rej, OFX_REJ_HDR);
 	put16(rej + 4, x->port);
 	rej[6] = XRC_VERSION;
@@ -1087,46 +1530,37 @@ bool ofx_xrc_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int
 	hdr.xrc_srqn = (xe->srqn & XRC_SRQN_MASK) | (x->tag & 0xffu) << 24;
 	n = ofx_pdata_encode(&hdr, pdata, pdata_len, XRC_REJ_AREA - XRC_ACC_HDR,
 			     rej + XRC_ACC_HDR, XRC_REJ_AREA - XRC_ACC_HDR);
-	if (n < 0) {
-		ret = n;
-		goto err_srq;
-	}
+	if (n < 0)
+		return n;
 	pthread_mutex_lock(&x->lock);
 	ofx_list_add_tail(&x->eps, &xe->link);
 	xe->state = XC_P_CONFIRM_WAIT;
 	pthread_mutex_unlock(&x->lock);
-	ep->state = OFX_EP_COMPLETION_PENDING;
-	if (ofx_verbs->reject(cr->cm_id, rej, XRC_ACC_HDR + n)) {
-		ret = -errno;
-		ofx_err("send xrc accept: %m");
-		pthread_mutex_lock(&x->lock);
-		ofx_list_del(&xe->link);
-		pthread_mutex_unlock(&x->lock);
-		ep->state = OFX_EP_UNCONNECTED;
-		goto err_srq;
-	}
-	*ret_p = 0;
-	return true;
-
-err_srq:
-	xrc_srq_close(ep);
-out:
-	xe->state = XC_IDLE;
-	*ret_p = ret;
-	return true;
+	return XRC_ACC_HDR + n;
 }
 
-bool ofx_xrc_disconnect(struct ofx_ep *ep, bool abrupt, int *ret_p)
+void ofx_xrc_conn_accept_abort(struct ofx_xrc_conn *xe)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
+	struct ofx_xrc_ia *x = xrc_of(xe->ia);
 
-	(void)abrupt;
-	if (!xe || xe->state == XC_IDLE || xe->state == XC_RC || xe->state == XC_OFFERED)
-		return false;
-	*ret_p = 0;
+	pthread_mutex_lock(&x->lock);
+	if (!ofx_list_empty(&xe->link))
+		ofx_list_del(&xe->link);
+	pthread_mutex_unlock(&x->lock);
+	xrc_srq_close(xe);
+	xe->state = XC_IDLE;
+}
+
+bool ofx_xrc_conn_is_xrc(const struct ofx_xrc_conn *xe)
+{
+	return xe->state != XC_IDLE && xe->state != XC_RC && xe->state != XC_OFFERED;
+}
+
+void ofx_xrc_conn_disconnect(struct ofx_xrc_conn *xe)
+{
 	switch (xe->state) {
 	case XC_CONNECTED:
-		ep->state = OFX_EP_DISCONNECT_PENDING;
+		xe->ops->disconnecting(xe->owner);
 		conn_fence_and_disc(xe);
 		break;
 	case XC_FENCE:
@@ -1138,7 +1572,6 @@ bool ofx_xrc_disconnect(struct ofx_ep *ep, bool abrupt, int *ret_p)
 		conn_abort(xe);
 		break;
 	}
-	return true;
 }
 
 /* ---- control message handling ------------------------------------------ */
@@ -1171,14 +1604,23 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 	}
 	/* a device carrier moves it with the connection's attributes */
 	if (!x->tp->drives_qps) {
-		ofx_verbs->modify_qp(t->qp, &qa, IBV_QP_STATE);
+		qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_INIT_MASK))
+			ofx_warn("xrc tgt qp 0x%x to init", t->qp->qp_num);
 		memset(&qa, 0, sizeof(qa));
 		qa.qp_state = IBV_QPS_RTR;
+		qa.path_mtu = IBV_MTU_1024;
 		qa.dest_qp_num = c->srqn_from;
-		ofx_verbs->modify_qp(t->qp, &qa, IBV_QP_STATE | IBV_QP_DEST_QPN);
+		qa.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
+		qa.min_rnr_timer = 12;
+		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_TGT_RTR_MASK))
+			ofx_warn("xrc tgt qp 0x%x to rtr", t->qp->qp_num);
 	}
 	t->qpn = t->qp->qp_num;
 	t->created = true;
+	t->ini_open = true;
+	t->ini_qpn = c->srqn_from;
+	t->ini_tag = c->tag;
 	ofx_list_add_tail(&x->tgts, &t->link);
 	x->stats.tgt_created++;
 	x->stats.tgt_handles++;
@@ -1186,8 +1628,38 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 	a->verdict = XRC_V_OK;
 }
 
-/* ep->lock held (P): the active side's CONFIRM. */
-static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struct xrc_ctl *c,
+/*
+ * The sender destroyed the INI QP a TGT of ours was made for: the creator's
+ * handle goes, and the TGT with it unless an EP still holds it (2a) or
+ * another process has it open (the kernel keeps it for that handle).
+ */
+static void ctl_on_ini_close(struct ofx_xrc_ia *x, const struct xrc_ctl *c)
+{
+	struct ofx_xrc_tgtqp *gone = NULL;
+	struct ofx_list *pos, *tmp;
+
+	pthread_mutex_lock(&x->lock);
+	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
+		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
+
+		if (!t->created || !t->ini_open || t->ini_qpn != c->srqn_from ||
+		    t->ini_tag != c->tag)
+			continue;
+		t->ini_open = false;
+		if (t->refs == 0) {
+			tgt_unlink(x, t);
+			gone = t;
+		}
+		break;
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (gone)
+		ofx_dbg("tgt qp 0x%x: its ini qp 0x%x is gone", gone->qpn, c->srqn_from);
+	tgt_free(gone);
+}
+
+/* Owner lock held (P): the active side's CONFIRM. */
+static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const struct xrc_ctl *c,
 			   struct xrc_ctl *a)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
@@ -1201,23 +1673,28 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struc
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	if (a->verdict != XRC_V_OK) {
 		pthread_mutex_unlock(&x->lock);
-		conn_fail(xe, pending_fail_event(xe));
+		conn_fail(xe);
 		return;
 	}
 	xe->conn_id = c->conn_id;
+	xe->peer_srqn = c->srqn_from;
+	xe->peer_srqn_known = true;
 	xe->peer_tag = c->tag;
 	xe->peer_port = c->port;
 	xe->state = XC_P_INI_WAIT;
 	ret = ini_get(ia, xe);
+	/* no INI QP for the way back: A must not wait for our BIND */
+	if (ret)
+		a->verdict = XRC_V_REFUSED;
 	if (!ret && xe->ini->state == INI_READY)
 		ret = conn_ini_ready(ia, xe);
 	pthread_mutex_unlock(&x->lock);
 	if (ret)
-		conn_fail(xe, pending_fail_event(xe));
+		conn_fail(xe);
 }
 
-/* ep->lock held (A): the passive side's BIND. */
-static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struct xrc_ctl *c,
+/* Owner lock held (A): the passive side's BIND. */
+static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const struct xrc_ctl *c,
 			struct xrc_ctl *a)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
@@ -1230,7 +1707,7 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struct x
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	pthread_mutex_unlock(&x->lock);
 	if (a->verdict != XRC_V_OK) {
-		conn_fail(xe, pending_fail_event(xe));
+		conn_fail(xe);
 		return;
 	}
 	xe->bound = true;
@@ -1238,25 +1715,48 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_ep *xe, const struct x
 		conn_established(xe);
 }
 
-/* ep->lock held: the peer's DISC. */
-static void ctl_on_disc(struct ofx_xrc_ep *xe)
+/*
+ * Owner lock held: the DISC of a peer whose connection broke.  Its SRQ is
+ * gone, so no fence goes to it (a send naming a destroyed SRQ would move
+ * our INI QP, and every EP on it, to error) and no DISC is awaited.
+ */
+static void ctl_on_broken_disc(struct ofx_xrc_conn *xe)
+{
+	xe->peer_disc = xe->peer_gone = true;
+	switch (xe->state) {
+	case XC_CONNECTED:
+	case XC_FENCE:
+	case XC_DISC_SENT:
+		conn_release(xe);
+		conn_report(xe, XRC_END_DISCONNECTED, false);
+		break;
+	case XC_CLOSED:
+		break;
+	default:
+		conn_fail(xe);
+		break;
+	}
+}
+
+/* Owner lock held: the peer's DISC. */
+static void ctl_on_disc(struct ofx_xrc_conn *xe)
 {
 	xe->peer_disc = true;
 	switch (xe->state) {
 	case XC_CONNECTED:
-		conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
+		conn_report(xe, XRC_END_DISCONNECTED, false);
 		conn_fence_and_disc(xe);
 		break;
 	case XC_DISC_SENT:
 		conn_release(xe);
-		conn_report(xe, DAT_CONNECTION_EVENT_DISCONNECTED);
+		conn_report(xe, XRC_END_DISCONNECTED, false);
 		break;
 	case XC_FENCE:
 		break; /* DISC goes after our fence; then we are done */
 	case XC_CLOSED:
 		break;
 	default:
-		conn_fail(xe, pending_fail_event(xe));
+		conn_fail(xe);
 		break;
 	}
 }
@@ -1266,7 +1766,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c, a = { 0 };
-	struct ofx_xrc_ep *xe;
+	struct ofx_xrc_conn *xe;
 
 	(void)src;
 	if (!x || ctl_decode(req, &c) || c.op & OFX_XRC_OP_ANSWER)
@@ -1284,6 +1784,12 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 		ctl_encode(&a, answer);
 		return 0;
 	}
+	if (c.op == OFX_XRC_OP_INI_CLOSE) {
+		ctl_on_ini_close(x, &c);
+		a.verdict = XRC_V_OK;
+		ctl_encode(&a, answer);
+		return 0;
+	}
 	pthread_mutex_lock(&x->lock);
 	xe = ep_find(x, c.srqn_to, c.srqn_from);
 	if (xe)
@@ -1294,7 +1800,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 		ctl_encode(&a, answer);
 		return 0;
 	}
-	pthread_mutex_lock(&xe->ep->lock);
+	conn_lock(xe);
 	switch (c.op) {
 	case OFX_XRC_OP_CONFIRM:
 		ctl_on_confirm(ia, xe, &c, &a);
@@ -1303,14 +1809,18 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 		ctl_on_bind(ia, xe, &c, &a);
 		break;
 	case OFX_XRC_OP_DISC:
-		ctl_on_disc(xe);
+		if (c.aux & XRC_DISC_BROKEN)
+			ctl_on_broken_disc(xe);
+		else
+			ctl_on_disc(xe);
 		break;
 	default:
 		a.status = XRC_S_UNKNOWN;
 		break;
 	}
-	pthread_mutex_unlock(&xe->ep->lock);
-	atomic_fetch_sub(&xe->busy, 1);
+	conn_unlock(xe);
+	conn_reap(xe, true);
+	ofx_waiter_count_put(&xe->quiet, &xe->busy);
 	ctl_encode(&a, answer);
 	return 0;
 }
@@ -1319,7 +1829,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const struct xrc_ctl *a)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
-	struct ofx_xrc_ep **wake;
+	struct ofx_xrc_conn **wake;
 	struct ofx_xrc_ini *ini = NULL;
 	struct ofx_list *pos, *tmp;
 	bool ok;
@@ -1338,14 +1848,15 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 	}
 	if (a && a->verdict == XRC_V_OK && x->tp->drives_qps)
 		ini->tgt = a->tgt; /* the carrier moved the QP already */
-	ok = a && a->verdict == XRC_V_OK && (x->tp->drives_qps || !ini_qp_ready(ini, a->tgt));
+	ok = a && a->verdict == XRC_V_OK && (x->tp->drives_qps || !ini_qp_ready(ia, ini, a->tgt));
 	ini->state = ok ? INI_READY : INI_DEAD;
+	ini->unanswered = !a;
 	if (!ok)
 		ofx_warn("ini qp 0x%x to port %u: %s", ini->qp->qp_num, ini->port,
 			 a ? "refused" : "no answer");
 	wake = calloc(ini->refs ? ini->refs : 1, sizeof(*wake));
 	ofx_list_for_each_safe(pos, tmp, &ini->eps) {
-		struct ofx_xrc_ep *xe = container_of(pos, struct ofx_xrc_ep, ini_link);
+		struct ofx_xrc_conn *xe = container_of(pos, struct ofx_xrc_conn, ini_link);
 
 		if (wake && n < ini->refs) {
 			atomic_fetch_add(&xe->busy, 1);
@@ -1357,21 +1868,27 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 		ofx_err("no memory to wake the eps of ini qp 0x%x", ini->qp->qp_num);
 
 	for (int i = 0; i < n; i++) {
-		struct ofx_xrc_ep *xe = wake[i];
+		struct ofx_xrc_conn *xe = wake[i];
 		int ret = ok ? 0 : -ECONNREFUSED;
 
-		pthread_mutex_lock(&xe->ep->lock);
+		conn_lock(xe);
 		if (xe->state == XC_A_INI_WAIT || xe->state == XC_P_INI_WAIT) {
 			if (ok) {
 				pthread_mutex_lock(&x->lock);
 				ret = conn_ini_ready(ia, xe);
 				pthread_mutex_unlock(&x->lock);
 			}
-			if (ret)
-				conn_fail(xe, pending_fail_event(xe));
+			/* an INI request without answer: its peer is gone */
+			if (!a)
+				xe->peer_gone = true;
+			if (ret && ok)
+				conn_fail(xe);
+			else if (ret)
+				conn_fail_tell(xe);
 		}
-		pthread_mutex_unlock(&xe->ep->lock);
-		atomic_fetch_sub(&xe->busy, 1);
+		conn_unlock(xe);
+		conn_reap(xe, true);
+		ofx_waiter_count_put(&xe->quiet, &xe->busy);
 	}
 	free(wake);
 }
@@ -1380,7 +1897,7 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c, a;
-	struct ofx_xrc_ep *xe;
+	struct ofx_xrc_conn *xe;
 	bool have = answer && !ctl_decode(answer, &a);
 
 	if (!x || ctl_decode(req, &c))
@@ -1394,6 +1911,8 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 		ctl_ini_answered(ia, &c, have ? &a : NULL);
 		return;
 	}
+	if (c.op == OFX_XRC_OP_INI_CLOSE)
+		return; /* nothing waits for it; its numbers name no EP */
 	pthread_mutex_lock(&x->lock);
 	xe = ep_find(x, c.srqn_from, c.srqn_to);
 	if (xe)
@@ -1401,13 +1920,15 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	pthread_mutex_unlock(&x->lock);
 	if (!xe)
 		return;
-	pthread_mutex_lock(&xe->ep->lock);
+	conn_lock(xe);
 	switch (c.op) {
 	case OFX_XRC_OP_CONFIRM:
 		if (xe->state != XC_A_CONFIRM_SENT)
 			break;
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
-			conn_fail(xe, pending_fail_event(xe));
+			if (have && a.verdict == XRC_V_REFUSED)
+				ini_refused(x, xe);
+			conn_fail(xe);
 			break;
 		}
 		xe->ack_ok = true;
@@ -1417,8 +1938,10 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	case OFX_XRC_OP_BIND:
 		if (xe->state != XC_P_BIND_SENT)
 			break;
+		if (have && a.verdict == XRC_V_REFUSED)
+			ini_refused(x, xe);
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK)
-			conn_fail(xe, pending_fail_event(xe));
+			conn_fail(xe);
 		else
 			conn_established(xe);
 		break;
@@ -1430,228 +1953,432 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	default:
 		break;
 	}
-	pthread_mutex_unlock(&xe->ep->lock);
-	atomic_fetch_sub(&xe->busy, 1);
+	conn_unlock(xe);
+	conn_reap(xe, true);
+	ofx_waiter_count_put(&xe->quiet, &xe->busy);
 }
 
-/* ---- EP teardown -------------------------------------------------------- */
+/* ---- teardown ------------------------------------------------------------- */
 
-static bool conn_pending(const struct ofx_xrc_ep *xe)
+static bool conn_pending(const struct ofx_xrc_conn *xe)
 {
 	return xe->state == XC_A_INI_WAIT || xe->state == XC_A_CONFIRM_SENT ||
 	       xe->state == XC_P_CONFIRM_WAIT || xe->state == XC_P_INI_WAIT ||
 	       xe->state == XC_P_BIND_SENT;
 }
 
-/*
- * ep->lock not held.  Waits (at most cm_timeout_ms) for the fence and, with
- * `peer` and a progress thread to deliver it, the peer's DISC.  False if
- * the fence did not complete.
- */
-static bool conn_wait(struct ofx_ep *ep, bool peer)
+struct conn_wait_arg {
+	struct ofx_xrc_conn *xe;
+	unsigned int gen;
+};
+
+static bool conn_changed(void *arg)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_ia *ia = ep->obj.ia;
+	const struct conn_wait_arg *w = arg;
+
+	return atomic_load(&w->xe->gen) != w->gen;
+}
+
+/*
+ * Owner lock not held.  Waits (at most cm_timeout_ms) for the fence and,
+ * with `peer` and a progress thread to deliver it, the peer's DISC.  False
+ * if the fence did not complete.  Nothing is polled here: the fence's
+ * completion reaches fence_notify from whoever drains the request EVD (its
+ * consumer, or fence_poll, the progress thread's timer), the peer's DISC
+ * comes through the carrier, and each handler wakes this wait when it has
+ * changed the connection (conn_unlock).  With no progress thread (ia_close
+ * after it stopped, unit models) the request EVD's completion channel is
+ * what wakes it.
+ */
+static bool conn_wait(struct ofx_xrc_conn *xe, bool peer)
+{
+	struct ofx_ia *ia = xe->ia;
 	uint64_t deadline = ofx_now_ns() + ia->cfg.cm_timeout_ms * 1000000ull;
-	bool clean = true;
+	struct conn_wait_arg w = { .xe = xe };
 
 	for (;;) {
-		struct timespec ts = { 0, 200 * 1000 };
 		bool fence_wait, peer_wait;
 
-		pthread_mutex_lock(&ep->lock);
+		conn_lock(xe);
 		fence_wait = xe->state == XC_FENCE && !xe->fence_done;
 		/* only a progress thread can deliver the peer's DISC meanwhile */
 		peer_wait = peer && xe->state == XC_DISC_SENT && !xe->peer_disc &&
 			    !xe->peer_gone && ia->progress;
-		pthread_mutex_unlock(&ep->lock);
+		w.gen = atomic_load(&xe->gen);
+		pthread_mutex_unlock(xe->lock);
 		if (!fence_wait && !peer_wait)
-			break;
+			return true;
 		if (ofx_now_ns() > deadline) {
-			ofx_dbg("ep %p xrc teardown: %s not done within %u ms", (void *)ep,
+			ofx_dbg("xrc conn %p teardown: %s not done within %u ms", (void *)xe,
 				fence_wait ? "fence" : "peer disc", ia->cfg.cm_timeout_ms);
-			clean = !fence_wait;
-			break;
+			return !fence_wait;
 		}
-		if (fence_wait && ep->req_evd)
-			ofx_evd_drain_cq(ep->req_evd);
-		nanosleep(&ts, NULL);
+		/* no timer polls the request CQ: its next completion event wakes us */
+		if (!ia->progress && fence_wait && xe->params.req_evd &&
+		    !ofx_evd_wait_cq(xe->params.req_evd, deadline))
+			continue;
+		ofx_waiter_wait(&xe->quiet, conn_changed, &w, deadline);
 	}
-	return clean;
 }
 
-void ofx_xrc_ep_quiesce(struct ofx_ep *ep)
+void ofx_xrc_conn_quiesce(struct ofx_xrc_conn *xe)
 {
-	if (ep->xrc)
-		conn_wait(ep, false);
+	conn_wait(xe, false);
+	conn_reap(xe, true);
 }
 
-bool ofx_xrc_ep_teardown(struct ofx_ep *ep)
+bool ofx_xrc_conn_close(struct ofx_xrc_conn *xe)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_ia *ia = ep->obj.ia;
-	struct ofx_xrc_ia *x = xrc_of(ia);
 	bool clean;
 
-	if (!xe)
-		return true;
-	pthread_mutex_lock(&ep->lock);
-	xe->event_posted = true; /* the EP is going: no more events */
+	conn_lock(xe);
+	xe->event_posted = true; /* the owner is going: no more events */
 	if (xe->state == XC_CONNECTED)
 		conn_fence_and_disc(xe);
 	else if (conn_pending(xe))
 		conn_abort(xe);
-	pthread_mutex_unlock(&ep->lock);
-	clean = conn_wait(ep, true);
-	pthread_mutex_lock(&ep->lock);
+	conn_unlock(xe);
+	clean = conn_wait(xe, true);
+	conn_lock(xe);
 	if (xe->state != XC_CLOSED && xe->state != XC_IDLE && xe->state != XC_RC &&
 	    xe->state != XC_OFFERED) {
 		conn_release(xe);
 	} else if (xe->srq) {
-		xrc_srq_close(ep);
+		xrc_srq_close(xe);
 	}
-	pthread_mutex_unlock(&ep->lock);
-	/* handlers that found the EP before it left the table */
+	conn_unlock(xe);
+	return clean;
+}
+
+bool ofx_xrc_conn_forget(struct ofx_xrc_conn *xe)
+{
+	struct ofx_ia *ia = xe->ia;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	bool clean;
+
+	atomic_store(&xe->dying, true);
+	conn_reap(xe, true);
+	clean = !xe->old_srq;
+	/* handlers that found the connection before it left the table */
 	pthread_mutex_lock(&x->lock);
 	if (!ofx_list_empty(&xe->link))
 		ofx_list_del(&xe->link);
 	pthread_mutex_unlock(&x->lock);
-	while (atomic_load(&xe->busy))
-		sched_yield();
-	/* a fence_poll that found the EP before its timer was cancelled */
+	xrc_wait_zero(xe, &xe->busy, "handlers");
+	/* a fence_poll that found the connection before its timer was cancelled */
 	ofx_progress_barrier(ia->progress);
 	return clean;
 }
 
-void ofx_xrc_ep_free(struct ofx_ep *ep)
+void ofx_xrc_conn_free(struct ofx_xrc_conn *xe)
 {
-	free(ep->xrc);
-	ep->xrc = NULL;
+	if (!xe)
+		return;
+	srq_drop_retired(xe);
+	ofx_waiter_fini(&xe->quiet);
+	free(xe);
 }
 
-int ofx_xrc_ep_reset(struct ofx_ep *ep)
+int ofx_xrc_conn_reset(struct ofx_xrc_conn *xe)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-
-	if (!xe)
-		return 0;
 	/* an offer that ended without an answer (timeout, reject) */
 	if (xe->state == XC_OFFERED)
-		xrc_srq_close(ep);
+		xrc_srq_close(xe);
 	else if (xe->state != XC_IDLE && xe->state != XC_CLOSED && xe->state != XC_RC)
 		return -EBUSY;
 	xe->state = XC_IDLE;
 	xe->ack_ok = xe->bound = xe->peer_disc = xe->peer_gone = xe->fence_done = false;
 	xe->event_posted = false;
 	xe->peer_srqn = xe->peer_tag = 0;
+	xe->peer_srqn_known = false;
 	return 0;
 }
 
-/* ---- data path ---------------------------------------------------------- */
+/* ---- data path ------------------------------------------------------------ */
 
-struct ibv_qp *ofx_xrc_sq_begin(struct ofx_ep *ep, struct ibv_send_wr *wr)
+/*
+ * A post is done with the INI QP.  Decrement first, then look at can_send:
+ * a stopper clears can_send before it tests inflight, so either it sees
+ * this decrement or this sees can_send cleared and wakes it.  The posting
+ * thread owns the connection's owner, so nothing frees it meanwhile.
+ */
+static void xrc_inflight_put(struct ofx_xrc_conn *xe)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
+	if (atomic_fetch_sub(&xe->inflight, 1) == 1 && !atomic_load(&xe->can_send))
+		ofx_waiter_wake(&xe->quiet);
+}
 
+struct ibv_qp *ofx_xrc_conn_sq_begin(struct ofx_xrc_conn *xe, struct ibv_send_wr *wr,
+				     struct ibv_qp *rc_qp)
+{
 	if (xe->state == XC_RC || xe->state == XC_IDLE)
-		return ep->qp;
+		return rc_qp;
 	atomic_fetch_add(&xe->inflight, 1);
 	if (!atomic_load(&xe->can_send)) {
-		atomic_fetch_sub(&xe->inflight, 1);
+		xrc_inflight_put(xe);
 		return NULL;
 	}
 	wr->qp_type.xrc.remote_srqn = xe->peer_srqn;
+	/* the INI QP may grant less inline data than the owner's RC QP */
+	if ((wr->send_flags & IBV_SEND_INLINE) &&
+	    ((struct ofx_cookie *)(uintptr_t)wr->wr_id)->len > xe->ini->cap.max_inline_data)
+		wr->send_flags &= ~IBV_SEND_INLINE;
 	return xe->ini->qp;
 }
 
-void ofx_xrc_sq_end(struct ofx_ep *ep, struct ibv_qp *qp)
+void ofx_xrc_conn_sq_end(struct ofx_xrc_conn *xe, struct ibv_qp *qp, struct ibv_qp *rc_qp)
 {
-	if (qp != ep->qp)
-		atomic_fetch_sub(&ep->xrc->inflight, 1);
+	if (qp != rc_qp)
+		xrc_inflight_put(xe);
 }
 
-int ofx_xrc_post_recv(struct ofx_ep *ep, struct ibv_recv_wr *wr)
+int ofx_xrc_conn_post_recv(struct ofx_xrc_conn *xe, struct ibv_recv_wr *wr, struct ibv_qp *rc_qp)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
 	struct ibv_recv_wr *bad;
 	int ret;
 
+	if (!xe->srq && !rc_qp) {
+		/* receives go live only once one of them exists */
+		ofx_err("xrc conn %p: receive with neither an srq nor a qp", (void *)xe);
+		return -ENOTCONN;
+	}
 	if (!xe->srq)
-		ret = ofx_verbs->post_recv(ep->qp, wr, &bad);
+		ret = ofx_verbs->post_recv(rc_qp, wr, &bad);
 	else
 		ret = ofx_verbs->post_srq_recv(xe->srq, wr, &bad);
 	if (ret)
 		ofx_warn("post recv on %s 0x%x: %s", xe->srq ? "xrc srq" : "qp",
-			 xe->srq ? xe->srqn : ep->qp->qp_num, strerror(ret));
-	return -ret;
+			 xe->srq ? xe->srqn : rc_qp->qp_num, strerror(-ret));
+	return ret;
 }
 
-bool ofx_xrc_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
+/*
+ * xrc->lock held.  The INI QP is dead (never bound again): returns its EPs,
+ * each with a busy count for eps_break, in an array to free; NULL without
+ * memory.
+ */
+static struct ofx_xrc_conn **ini_kill(struct ofx_xrc_ini *ini, int *n_p)
 {
-	struct ofx_xrc_ep *xe = ep->xrc;
-	struct ofx_xrc_ia *x = xrc_of(ep->obj.ia);
-	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
-	struct ofx_cookie_ring *rr = &ep->recv_ring;
-	bool is_recv = ck >= rr->slots && ck < rr->slots + rr->size;
-	struct ofx_xrc_ep *one[1], **broken = one;
-	struct ofx_xrc_ini *ini;
+	struct ofx_xrc_conn **eps = calloc(ini->refs > 0 ? ini->refs : 1, sizeof(*eps));
 	struct ofx_list *pos, *tmp;
 	int n = 0;
 
-	if (!xe || xe->state == XC_RC || xe->state == XC_IDLE)
-		return false;
-	/* the fence done (a flush too: the QP went to error, no send is left) */
-	if (ck == &xe->fence &&
-	    (wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_WR_FLUSH_ERR)) {
-		pthread_mutex_lock(&ep->lock);
-		if (xe->state == XC_FENCE) {
-			xe->fence_done = true;
-			conn_after_fence(xe);
+	ini->state = INI_DEAD;
+	*n_p = 0;
+	if (!eps)
+		return NULL;
+	ofx_list_for_each_safe(pos, tmp, &ini->eps) {
+		struct ofx_xrc_conn *o = container_of(pos, struct ofx_xrc_conn, ini_link);
+
+		if (n < ini->refs) {
+			atomic_fetch_add(&o->busy, 1);
+			eps[n++] = o;
 		}
-		pthread_mutex_unlock(&ep->lock);
-		return true;
 	}
-	if (wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_WR_FLUSH_ERR)
-		return true;
-	/* a receive error concerns this EP only; a send error kills the INI QP */
+	*n_p = n;
+	return eps;
+}
+
+/*
+ * No lock held.  Each connection is BROKEN; `async`: a device event said
+ * so, which the owner passes on (as for an RC QP).
+ */
+static void eps_break(struct ofx_xrc_conn **eps, int n, bool async)
+{
+	struct ofx_ia *ia = n ? eps[0]->ia : NULL;
+
+	for (int i = 0; i < n; i++) {
+		struct ofx_xrc_conn *o = eps[i];
+
+		conn_lock(o);
+		if (o->state != XC_CLOSED && o->state != XC_IDLE && o->state != XC_RC) {
+			/*
+			 * Best effort: the peer ends its side and fences nothing
+			 * to our SRQ; we do not wait for it (nothing can be
+			 * ordered behind a dead INI QP).
+			 */
+			disc_send(o, XRC_DISC_BROKEN);
+			o->peer_gone = true;
+			conn_release(o);
+			conn_report(o, XRC_END_BROKEN, async);
+		}
+		conn_unlock(o);
+		srq_reap(o);
+		ofx_waiter_count_put(&o->quiet, &o->busy);
+	}
+	/* the flushes of the INI QP reach every owner before it goes */
+	if (ia)
+		xrc_reap(ia, false);
+}
+
+/* A completion in error on the connection's queues (not the fence's success). */
+static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is_recv)
+{
+	struct ofx_xrc_ia *x = xrc_of(xe->ia);
+	struct ofx_xrc_conn *one[1], **broken = NULL;
+	struct ofx_xrc_ini *ini;
+	int n = 0;
+
+	/* a receive error concerns this connection only; a send error kills the INI QP */
 	pthread_mutex_lock(&x->lock);
 	ini = is_recv ? NULL : xe->ini;
 	if (ini)
-		broken = calloc(ini->refs, sizeof(*broken));
-	if (ini && broken) {
-		ini->state = INI_DEAD;
-		ofx_list_for_each_safe(pos, tmp, &ini->eps) {
-			struct ofx_xrc_ep *o = container_of(pos, struct ofx_xrc_ep, ini_link);
-
-			if (n < ini->refs) {
-				atomic_fetch_add(&o->busy, 1);
-				broken[n++] = o;
-			}
-		}
-	} else {
-		if (ini)
-			ini->state = INI_DEAD; /* no memory: only this EP is told */
+		broken = ini_kill(ini, &n); /* NULL without memory: only this one is told */
+	if (!broken) {
 		broken = one;
 		atomic_fetch_add(&xe->busy, 1);
-		broken[n++] = xe;
+		broken[0] = xe;
+		n = 1;
 	}
 	pthread_mutex_unlock(&x->lock);
 	ofx_warn("xrc %s error %s on srq 0x%x: %d ep(s) broken", ini ? "send" : "recv",
 		 ibv_wc_status_str(wc->status), xe->srqn, n);
-	for (int i = 0; i < n; i++) {
-		struct ofx_xrc_ep *o = broken[i];
-
-		pthread_mutex_lock(&o->ep->lock);
-		if (o->state != XC_CLOSED && o->state != XC_IDLE && o->state != XC_RC) {
-			/* the peer cannot be told in order any more: do not wait for it */
-			o->peer_gone = true;
-			conn_release(o);
-			conn_report(o, DAT_CONNECTION_EVENT_BROKEN);
-		}
-		pthread_mutex_unlock(&o->ep->lock);
-		atomic_fetch_sub(&o->busy, 1);
-	}
+	eps_break(broken, n, false);
 	if (broken != one)
 		free(broken);
+}
+
+bool ofx_xrc_conn_completion(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is_recv)
+{
+	if (xe->state == XC_RC || xe->state == XC_IDLE)
+		return false;
+	if (wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_WR_FLUSH_ERR)
+		return true;
+	conn_error(xe, wc, is_recv);
+	return true;
+}
+
+/* ---- the fence: this module's own work request (dto.h) -------------------- */
+
+/* Never a DTO event; every completion reaches fence_notify unless forgotten. */
+static bool fence_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
+			   const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+			   struct ofx_cookie_owner **notify_p)
+{
+	struct ofx_xrc_conn *xe = container_of(owner, struct ofx_xrc_conn, fence_owner);
+
+	(void)slot, (void)c, (void)wc, (void)ev;
+	if (!atomic_load(&xe->dying))
+		*notify_p = owner;
+	return false;
+}
+
+/*
+ * The fence is done (a flush too: the QP went to error, no send is left):
+ * DISC follows, and a conn_wait hears of it.  An error breaks the INI QP.
+ */
+static void fence_notify(struct ofx_cookie_owner *owner, const struct ibv_wc *wc)
+{
+	struct ofx_xrc_conn *xe = container_of(owner, struct ofx_xrc_conn, fence_owner);
+
+	if (xe->state == XC_RC || xe->state == XC_IDLE)
+		return;
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR) {
+		conn_error(xe, wc, false);
+		return;
+	}
+	conn_lock(xe);
+	if (xe->state == XC_FENCE) {
+		xe->fence_done = true;
+		conn_after_fence(xe);
+	}
+	conn_unlock(xe);
+	conn_reap(xe, false);
+}
+
+static void fence_peer_invalidated(struct ofx_cookie_owner *owner, uint32_t rkey)
+{
+	(void)owner, (void)rkey; /* a write: never a receive */
+}
+
+static const struct ofx_cookie_ops fence_ops = {
+	.complete = fence_complete,
+	.notify = fence_notify,
+	.peer_invalidated = fence_peer_invalidated,
+};
+
+static void fence_owner_init(struct ofx_xrc_conn *xe)
+{
+	xe->fence_owner.ops = &fence_ops;
+	xe->fence.ring = NULL;
+	xe->fence.owner = &xe->fence_owner;
+	xe->fence.op = 0;
+	xe->fence.flags = OFX_COOKIE_F_OWNER | OFX_COOKIE_F_INTERNAL;
+}
+
+/* ---- device events ------------------------------------------------------ */
+
+/* xrc->lock held.  The INI QP or TGT handle of this IA that `qp` is, if any. */
+static struct ofx_xrc_ini *ini_of_qp(struct ofx_xrc_ia *x, const struct ibv_qp *qp,
+				     bool *tgt_p)
+{
+	struct ofx_list *pos, *tmp;
+
+	*tgt_p = false;
+	ofx_list_for_each_safe(pos, tmp, &x->inis) {
+		struct ofx_xrc_ini *ini = container_of(pos, struct ofx_xrc_ini, link);
+
+		if (ini->qp == qp)
+			return ini;
+	}
+	ofx_list_for_each_safe(pos, tmp, &x->tgts)
+		if (container_of(pos, struct ofx_xrc_tgtqp, link)->qp == qp)
+			*tgt_p = true;
+	return NULL;
+}
+
+bool ofx_xrc_owns_qp(struct ofx_ia *ia, const struct ibv_qp *qp)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	bool tgt, owned;
+
+	if (!x)
+		return false;
+	pthread_mutex_lock(&x->lock);
+	owned = ini_of_qp(x, qp, &tgt) || tgt;
+	pthread_mutex_unlock(&x->lock);
+	return owned;
+}
+
+bool ofx_xrc_qp_event(struct ofx_ia *ia, const struct ibv_async_event *ev)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ibv_qp *qp = ev->element.qp;
+	struct ofx_xrc_conn **broken = NULL;
+	struct ofx_xrc_ini *ini;
+	bool tgt;
+	int n = 0;
+
+	if (!x)
+		return false;
+	pthread_mutex_lock(&x->lock);
+	ini = ini_of_qp(x, qp, &tgt);
+	if (!ini) {
+		pthread_mutex_unlock(&x->lock);
+		/* a TGT's errors show at its senders; its SRQs report their own */
+		if (tgt)
+			ofx_dbg("%s on xrc tgt qp 0x%x", ibv_event_type_str(ev->event_type),
+				qp->qp_num);
+		return tgt;
+	}
+	switch (ev->event_type) {
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		/* the QP is in error: its flushes alone would not tell the EPs */
+		broken = ini_kill(ini, &n);
+		break;
+	default:
+		/* LAST_WQE_REACHED, SQ_DRAINED, COMM_EST: nothing for a QP with no RQ */
+		break;
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (broken)
+		ofx_warn("%s on xrc ini qp 0x%x: %d ep(s) broken",
+			 ibv_event_type_str(ev->event_type), qp->qp_num, n);
+	else
+		ofx_dbg("%s on xrc ini qp 0x%x", ibv_event_type_str(ev->event_type), qp->qp_num);
+	eps_break(broken, n, true);
+	free(broken);
 	return true;
 }

@@ -4,16 +4,22 @@
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <pthread.h>
 #include <sys/socket.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
 struct ofx_ia;
-struct ofx_ep;
-struct ofx_cr;
-struct ofx_cookie;
+struct ofx_evd;
 
 /*
+ * The XRC transport: domain, SRQs, INI and TGT QP tables, control messages
+ * and their carrier (xrc_cm.c), and the connections that run over them.  It
+ * knows no EP: an owner (ep_xrc.c makes one per XRC-backed EP) creates a
+ * struct ofx_xrc_conn, drives it through the steps below with the calls at
+ * the end of this header, and hears back through the ofx_xrc_owner_ops it
+ * gave (established, failed, disconnected, broken, ...).
+ *
  * XRC-backed endpoints.  With xrc=on (or auto on a device with
  * IBV_DEVICE_XRC) every EP made by dat_ep_create is backed by XRC instead
  * of one RC QP: per connection it receives through an XRC SRQ of its own
@@ -21,9 +27,12 @@ struct ofx_cookie;
  * going to the same remote node.  EPs made by dat_ep_create_with_srq and EPs
  * in dat_ep_common_connect stay RC.  The control messages below travel over
  * rdma_cm on a device (the carrier, section 11); unit tests install a model
- * carrier (struct ofx_xrc_transport).  Memory window binds (rmr.c) post on
- * the EP's RC QP, which an XRC connection leaves unconnected: they fail
- * there.
+ * carrier (struct ofx_xrc_transport).  Such an EP owns no RC QP while its
+ * connections run over XRC: one exists only from dat_ep_connect until the
+ * answer (step 1) or for a connection that runs over RC (section 8), and
+ * dat_ep_reset or ep_free destroys it.  Memory window binds (rmr.c) need
+ * an RC QP of the EP's own: on an XRC connection they are refused
+ * (DAT_MODEL_NOT_SUPPORTED).
  *
  * ==== Wire spec, protocol version 1 ====
  *
@@ -45,22 +54,27 @@ struct ofx_cookie;
  *   (peer IA address, peer domain tag, request EVD, PZ)
  * (one send CQ and one PD per INI QP, hence EVD and PZ in the key),
  * connected to a TGT QP T in the peer's domain, and names the peer's srqn
- * in every WR.  An all-to-all job whose processes share one request EVD and
- * PZ each and a domain file per node therefore has one INI QP per process
- * and remote node (plus one loopback INI QP if it also talks to processes
- * on its own node).
+ * in every WR.  An INI QP takes EPs while their request queues and fences
+ * fit its send queue (each may fill its own, as on an RC QP); a further EP
+ * gets a further INI QP for the same key.  An all-to-all job whose
+ * processes share one request EVD and PZ each and a domain file per node
+ * therefore has one INI QP per process and remote node (plus one loopback
+ * INI QP if it also talks to processes on its own node) while those fit.
  *
  * 1. Offer.  A sends an ordinary RC REQ (RDMA_PS_TCP, the consumer's conn
- *    qual) for the EP's RC QP, so that any peer can answer it: a stock
- *    libdaplofa, or libdaplofx with xrc=off, just accepts and the EP runs
- *    over RC (section 8).  A opens its SRQ first.  The REQ private data is
- *    the consumer's bytes plus the pdata trailer (pdata.h) with
- *    OFX_PDATA_F_XRC whose XRC word is
- *        bits 0-23  srqn of A's EP
- *        bits 24-31 the low 8 bits of A's domain tag (informational)
- *    No offer is made (plain RC) when the consumer's bytes leave no room
- *    for the trailer in the 56-byte REQ area (more than 44 bytes) or when
- *    the EP asks for p2p (section 9).  An offer that gets no XRC answer
+ *    qual) for an RC QP it creates for it, so that any peer can answer it: a
+ *    stock libdaplofa, or libdaplofx with xrc=off, just accepts and the EP
+ *    runs over RC on that QP (section 8).  The REQ must name a QP that such
+ *    a peer can connect to, so it cannot wait for the answer; an XRC answer
+ *    (step 2) destroys it before it took any work request.  A opens its
+ *    SRQ first.  The REQ private data is
+ *    the consumer's bytes plus the 8-byte pdata trailer (pdata.h) with
+ *    OFX_PDATA_F_XRC and no extension word, so every consumer length that
+ *    leaves room for our trailer in the 56-byte REQ area (up to 48 bytes,
+ *    what dtest and dtestcm send) can be offered; A's srqn travels in its
+ *    CONFIRM (step 3).  No offer is made (plain RC) when the consumer's
+ *    bytes leave no room for the trailer (more than 48 bytes) or when the
+ *    EP asks for p2p (section 9).  An offer that gets no XRC answer
  *    (timeout, an ordinary reject) keeps its SRQ until dat_ep_reset,
  *    ep_free or the next offer.
  *
@@ -82,13 +96,16 @@ struct ofx_cookie;
  *    (multi-byte fields in network byte order).  A takes a REJ with status
  *    28, at least 28 bytes, version 1 at byte 6 and a valid trailer with
  *    F_XRC | F_REPLY after byte 16 as this answer; any other REJ is a
- *    consumer or transport reject as usual.  A keeps its RC QP (unused by
- *    this connection), posts its receives to its SRQ and picks a conn_id.
+ *    consumer or transport reject as usual.  A destroys the RC QP of its
+ *    REQ, posts its receives to its SRQ and picks a conn_id.  P never makes
+ *    an RC QP for a connection it takes over XRC.
  *
  * 3. CONFIRM.  A gets an INI QP for P's key (step 5): a READY one, one
  *    still connecting (it waits) or a new one.  Once it is READY, A sends
  *    CONFIRM {conn_id, srqns, A's tag and port, tgt: T_A, the TGT behind
- *    it}.  P verifies T_A (ibv_open_qp() in its own domain, unless it holds
+ *    it}.  P finds its EP by srqn_to alone (the REQ did not name A's
+ *    srqn) and learns A's srqn from srqn_from.  P verifies T_A
+ *    (ibv_open_qp() in its own domain, unless it holds
  *    a handle to that TGT already) and answers CONFIRM-ACK with its
  *    verdict (OK, or REFUSED: P's EP then fails), or status UNKNOWN if it
  *    has no EP waiting for that srqn pair.  A fails its EP on anything but
@@ -138,18 +155,27 @@ struct ofx_cookie;
  *    waits for the fence and (with a progress thread) the peer's DISC at
  *    most cm_timeout_ms; an EP whose fence did not complete keeps its
  *    memory until ia_close.  dat_ep_reset waits for a fence in flight
- *    first.  Receives still posted when the SRQ goes are dropped
- *    without events; receives posted afterwards wait for the next
- *    connection.  Sending to a destroyed SRQ number would move the sender's
+ *    first.  An SRQ that served a connection is destroyed only after the
+ *    recv EVD's CQ is drained (mlx5 leaves a destroyed SRQ's CQEs in the
+ *    CQ and the poll that meets one fails with its whole batch): the EP's
+ *    completions are reported, or dropped when it is being freed.
+ *    Receives still posted when the SRQ goes are dropped
+ *    without events; receives posted afterwards wait in the EP for the
+ *    next connection, and dat_ep_reset drops them without events (as it
+ *    drops what an RC EP's old QP held).  Sending to a destroyed SRQ number would move the sender's
  *    shared INI QP to the error state, which is why no SRQ goes before its
  *    peer is done.  Disconnecting (or ep_free) before CONNECTED sends DISC
  *    without a fence, reports DISCONNECTED at once and does not wait.
+ *    A connection that broke (section 10) sends DISC with aux 1: its SRQ
+ *    is gone, so the peer posts no fence (it would name that SRQ and move
+ *    the peer's own INI QP to error), reports DISCONNECTED and waits for
+ *    no DISC in return.
  *
  * Control message, 32 bytes, network byte order:
  *        0  u16 magic        0x4F58
  *        2  u8  version      1
- *        3  u8  op           1 CONFIRM, 2 BIND, 3 DISC, 4 INI; the answer
- *                            to op is 0x80 | op
+ *        3  u8  op           1 CONFIRM, 2 BIND, 3 DISC, 4 INI, 5 INI-CLOSE;
+ *                            the answer to op is 0x80 | op
  *        4  u32 conn_id
  *        8  u32 srqn_from    the sender's EP (INI: its INI QP number)
  *       12  u32 srqn_to      the receiver's EP (INI: 0)
@@ -159,36 +185,51 @@ struct ofx_cookie;
  *       26  u8  verdict      answers: 0 none, 1 OK, 2 REFUSED (on the
  *                            request's TGT, or INI: the TGT was not made)
  *       27  u8  status       answers: 0 OK, 1 UNKNOWN (no such EP)
- *       28  u32 aux          INI: the tag expected at the receiver
+ *       28  u32 aux          INI: the tag expected at the receiver;
+ *                            DISC: 1 if the sender's connection broke
  * An answer swaps srqn_from and srqn_to and carries the answerer's tag and
  * port.  The carrier delivers a request with ofx_xrc_ctl_request() at the
  * receiver, which returns the answer at once, and hands the answer (or
  * none, after OFX_XRC_CTL_TRIES tries) back with ofx_xrc_ctl_answer().
- * CONFIRM, BIND and DISC are idempotent; a repeated INI makes a further TGT
- * QP (held until ia_close like the first).
+ * INI-CLOSE {conn_id: the INI QP's id, srqn_from: its QP number, tgt: T}
+ * says the sender destroyed that INI QP (sent once its last EP went, not
+ * to a peer that never answered the INI request); the answer carries
+ * nothing.  CONFIRM, BIND, DISC and INI-CLOSE are idempotent; a repeated
+ * INI makes a further TGT QP (held like the first).
  *
  * 7. Lifetimes.
  *    - INI QP: reference counted by the EPs bound to it or waiting for it;
  *      destroyed when the last one goes (a later EP to that node makes a
- *      new one), and at ia_close.  A DEAD one is never bound again: new EPs
- *      get a fresh INI QP.
- *    - TGT QP: created by the receiver of an INI request, whose IA holds it
- *      until ia_close.  The receiver of every EP reached through it
- *      verifies it with ibv_open_qp(), and
+ *      new one), after its send CQ is drained (mlx5 removes a destroyed
+ *      QP's CQEs unreported: they are the flushes its EPs are owed), and
+ *      INI-CLOSE then tells the peer; at ia_close in any case.  A DEAD one
+ *      is never bound again: new EPs get a fresh INI QP.  A CONFIRM-ACK
+ *      or BIND-ACK that REFUSES its TGT makes it DEAD too.
+ *    - TGT QP: the kernel destroys it when its last handle goes (the
+ *      creator's or one from ibv_open_qp(); ibv_destroy_qp of a handle
+ *      only detaches the process), not when the domain closes.  So
+ *      exactly these handles hold it:
+ *        the creator's (the receiver of the INI request): until the INI
+ *          QP it was made for is gone (its INI-CLOSE) and, under 2a, no EP
+ *          connection of the creator's own goes through it; in any case
+ *          until the creator's ia_close or exit (a sender that dies
+ *          without INI-CLOSE leaves it until then).
+ *      The receiver of every EP reached through it verifies it with
+ *      ibv_open_qp(), and
  *        xrc_tgt=domain (2a, default): keeps that handle (one per TGT and
  *          IA, shared by its EPs) while an EP's connection through it
- *          lasts, so the TGT outlives its creator (the kernel
- *          destroys a TGT QP when its last handle goes; ibv_destroy_qp of
- *          a handle only detaches the process);
+ *          lasts, so the TGT outlives its creator;
  *        xrc_tgt=exit (2b): closes it right after the check: the TGT dies
  *          with its creator (at ia_close or exit), and the INI QPs and EPs
  *          of other processes routed through it then break.
  *    - SRQ: per connection, see step 6.
  *
  * 8. Fallback to RC.  A REP to the offer (a peer that does not run XRC, or
- *    that does not take the offer) makes the connection plain RC on the
- *    EP's RC QP (ofx_xrc_fallback closes the SRQ); a REQ without the offer
- *    makes P accept on the EP's RC QP.  The EP offers XRC again on its next
+ *    that does not take the offer) makes the connection plain RC on the RC
+ *    QP of the REQ (ofx_xrc_conn_fallback closes the SRQ); a REQ without the
+ *    offer makes P create an RC QP and accept on it.  That QP lasts as long
+ *    as the connection: dat_ep_reset and ep_free destroy it (after draining
+ *    its CQEs) and build none.  The EP offers XRC again on its next
  *    connection.
  *
  * 9. p2p.  p2p and XRC compose by exclusion: an EP that asks for p2p makes
@@ -212,22 +253,28 @@ struct ofx_cookie;
  *    data (its QP number, 1, means nothing).  INI is an RDMA_PS_IB
  *    connection to q: the sender moves the INI QP to INIT and connects with
  *    the INI message, qp_num = the INI QP, initiator_depth = the device's
- *    max_qp_init_rd_atom (at most 16), retry and rnr_retry 7.  The receiver
- *    creates the TGT QP, moves it to INIT and RTR and accepts with the
- *    INI-ACK, qp_num = T and responder_resources = the REQ's
- *    initiator_depth (at most the device's max_qp_rd_atom); a REFUSED
+ *    max_qp_init_rd_atom (at most 16), responder_resources 0, retry and
+ *    rnr_retry 7.  The receiver creates the TGT QP, moves it to INIT and
+ *    RTR (max_dest_rd_atomic at most its max_qp_rd_atom) and accepts with
+ *    the INI-ACK, qp_num = T and responder_resources = the INI's initiator
+ *    depth (the event's responder_resources, rdma_get_cm_event(3)) at most
+ *    its max_qp_rd_atom, which becomes the INI's max_rd_atomic; a REFUSED
  *    INI-ACK goes in a REJ instead.  On the REP
  *    the sender moves the INI QP to RTR and RTS (if that fails the request
  *    has no answer), sends the RTU (rdma_establish) and destroys its id;
  *    the receiver destroys its id at ESTABLISHED (or an error).  The QPs
  *    do not depend on the ids: every QP state comes from
- *    rdma_init_qp_attr() on the connection's id, less the attributes an
- *    INI QP does not take (access flags, max_dest_rd_atomic,
- *    min_rnr_timer).  A request whose address or route resolution fails,
+ *    rdma_init_qp_attr() on the connection's id, less the responder
+ *    attributes the kernel refuses for an INI QP (max_dest_rd_atomic,
+ *    min_rnr_timer; its RESET->INIT requires access flags).  An INI QP that
+ *    cannot be created or connected fails the EPs waiting for it, and a
+ *    DISC tells their peers, which have taken the offer.  A request whose address or route resolution fails,
  *    that is unreachable or rejected without an answer is sent again on a
  *    new id, OFX_XRC_CTL_TRIES times in all; then it has no answer.
  */
 
+/* The XRC answer (a REJ's private data, step 2). */
+#define OFX_XRC_ANSWER_LEN 148
 /* Accept data that fits the REJ answer: 148 - 4 - 12 - 12 (trailer). */
 #define OFX_XRC_ACCEPT_MAX 120
 /* How often a control message is sent before the peer counts as gone. */
@@ -240,6 +287,7 @@ enum ofx_xrc_op {
 	OFX_XRC_OP_BIND = 2,
 	OFX_XRC_OP_DISC = 3,
 	OFX_XRC_OP_INI = 4,
+	OFX_XRC_OP_INI_CLOSE = 5,
 	OFX_XRC_OP_ANSWER = 0x80,
 };
 
@@ -319,56 +367,133 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer);
 
 /*
- * EP life cycle (ep.c).  ofx_xrc_ep_create makes ep->xrc when the IA has a
- * carrier (no verbs resources yet).  ofx_xrc_ep_teardown (ep->lock not
- * held) ends the current XRC connection (fence, DISC), waiting at most
- * cm_timeout_ms, and releases its SRQ, INI and TGT references; false if the
- * fence did not complete (the EP's sends may still complete: keep its
- * memory).  ofx_xrc_ep_free frees ep->xrc.  ofx_xrc_ep_quiesce (ep->lock
- * not held) waits at most cm_timeout_ms for a fence in flight, so that
- * ofx_xrc_ep_reset (ep->lock held) finds the connection over; that one
- * prepares the EP for a new connection, -EBUSY while one lasts.
+ * One XRC connection and its owner (an EP: ep_xrc.c).  The owner's lock,
+ * given at create, guards the connection; the core takes it in its own
+ * handlers (control messages, completions, timers), always before its
+ * internal locks.  The owner hears of the connection through these ops,
+ * each called with its lock held.  `report`: the consumer is to be told
+ * (false once an end was reported or the owner is going: only its state
+ * follows).
  */
-int ofx_xrc_ep_create(struct ofx_ep *ep);
-bool ofx_xrc_ep_teardown(struct ofx_ep *ep);
-void ofx_xrc_ep_quiesce(struct ofx_ep *ep);
-void ofx_xrc_ep_free(struct ofx_ep *ep);
-int ofx_xrc_ep_reset(struct ofx_ep *ep);
+struct ofx_xrc_owner_ops {
+	/* Up in both directions (active: the accept data goes with the event). */
+	void (*established)(void *owner, bool active);
+	/* Failed before it was established; active: the side that connected. */
+	void (*failed)(void *owner, bool active, bool report);
+	/* Ended by the DISC exchange (ours, the peer's, or the peer is gone). */
+	void (*disconnected)(void *owner, bool report);
+	/* Its INI QP died (async: a device event said so). */
+	void (*broken)(void *owner, bool report, bool async);
+	/* Our DISC is out (or about to be) and the peer's is awaited. */
+	void (*disconnecting)(void *owner);
+	/* The connection's SRQ takes no more receives: hold them from now on. */
+	void (*recv_stop)(void *owner);
+};
+
+/* What the connection's SRQ and INI QP are made for, given at offer and accept. */
+struct ofx_xrc_conn_params {
+	struct ibv_pd *pd;
+	struct ofx_evd *recv_evd;	/* the SRQ's completions */
+	struct ofx_evd *req_evd;	/* the INI QP's send CQ (NULL: the IA's empty one) */
+	void *srq_context;		/* the SRQ's context: the owner's struct ofx_obj */
+	uint32_t recv_wr, recv_sge;	/* SRQ size */
+	uint32_t send_wr, send_sge;	/* what the INI QP must hold (fence included) */
+	uint32_t inline_data;
+};
+
+struct ofx_xrc_conn;
 
 /*
- * Connection hooks, all with ep->lock held.
- * ofx_xrc_connect: before the REQ is sent; when the offer is made it opens
- *   the SRQ and fills ep->req_pdata (*offered_p true).
- * ofx_xrc_offered: the REQ in flight carries an offer.
- * ofx_xrc_rejected: a REJECTED event while offering; true if it was P's
- *   XRC accept (the id goes to *destroy_p) and the handshake goes on.
- * ofx_xrc_fallback: a REP to the offer: the connection is RC.
- * ofx_xrc_accept: true if it handled the accept (result in *ret_p); false
- *   when the connection is to be RC.
- * ofx_xrc_disconnect: true if the EP's connection is XRC (result in *ret_p).
+ * Life cycle.  ofx_xrc_conn_create: *conn_p NULL (and 0) when the IA has
+ * no carrier, so its owner stays plain RC; no verbs resources yet.
+ * ofx_xrc_conn_close (owner lock not held) ends the connection (fence,
+ * DISC), waiting at most cm_timeout_ms, and releases its SRQ, INI and TGT
+ * references; false if the fence did not complete (the owner's sends may
+ * still complete: keep its memory).  ofx_xrc_conn_forget (after the owner
+ * stopped reporting its completions) reaps what the connection left and
+ * waits out handlers that found it; false if its SRQ's completions could
+ * not be polled.  ofx_xrc_conn_free (NULL-safe) frees it.
+ * ofx_xrc_conn_quiesce (owner lock not held) waits at most cm_timeout_ms
+ * for a fence in flight, so that ofx_xrc_conn_reset (owner lock held) finds
+ * the connection over; that one prepares for a new one, -EBUSY while one
+ * lasts.
  */
-int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p);
-bool ofx_xrc_offered(const struct ofx_ep *ep);
-bool ofx_xrc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev,
-		      struct rdma_cm_id **destroy_p);
-void ofx_xrc_fallback(struct ofx_ep *ep);
-bool ofx_xrc_accept(struct ofx_ep *ep, struct ofx_cr *cr, const void *pdata, int pdata_len,
-		    int *ret_p);
-bool ofx_xrc_disconnect(struct ofx_ep *ep, bool abrupt, int *ret_p);
+int ofx_xrc_conn_create(struct ofx_ia *ia, const struct ofx_xrc_owner_ops *ops, void *owner,
+			pthread_mutex_t *lock, struct ofx_xrc_conn **conn_p);
+bool ofx_xrc_conn_close(struct ofx_xrc_conn *conn);
+bool ofx_xrc_conn_forget(struct ofx_xrc_conn *conn);
+void ofx_xrc_conn_free(struct ofx_xrc_conn *conn);
+void ofx_xrc_conn_quiesce(struct ofx_xrc_conn *conn);
+int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
 
 /*
- * Data path (ep.c), lock-free like the RC one.  ofx_xrc_sq_begin returns the
- * QP to post on (the INI QP, with wr->qp_type.xrc.remote_srqn set; or the RC
- * QP outside an XRC connection) or NULL when the EP no longer sends: the
- * post then fails with INVALID_STATE.  ofx_xrc_sq_end ends what
- * ofx_xrc_sq_begin began.  ofx_xrc_post_recv posts to the EP's SRQ (or RC
- * QP) and returns 0 or a negative errno.  ofx_xrc_dto_notify takes over
- * ofx_ep_dto_notify for XRC connections (fence completions, errors); false
- * if the EP is not in one.
+ * Connection steps (the wire spec above), all with the owner's lock held.
+ * ofx_xrc_conn_offer (step 1): opens the SRQ and writes the REQ private
+ *   data with the offer to `req`; its length, 0 when the consumer's data
+ *   leaves no room for the offer (plain RC), or a negative errno.
+ * ofx_xrc_conn_offered: the REQ in flight carries an offer.
+ * ofx_xrc_conn_fallback (section 8): a REP answered the offer: RC.
+ * ofx_xrc_count_rc: a connection of an XRC IA accepted over RC (stats).
+ * ofx_xrc_conn_answered (step 2, A): true if a REJECTED event (`status`,
+ *   private data) is the XRC answer to the offer; *accept_p then points to
+ *   the accept data in it.  The owner makes its receives go live and calls
+ *   ofx_xrc_conn_confirm (step 3) with its queues as they are now, the
+ *   peer's address and the result (nonzero: the connection fails, and the
+ *   peer is told).
+ * ofx_xrc_conn_accept_begin (step 2, P): opens the SRQ for a request with
+ *   the offer from `peer`; ofx_xrc_conn_accept_answer writes the answer to
+ *   `rej` (at least OFX_XRC_ANSWER_LEN bytes) and returns its length (or a
+ *   negative errno), the owner sends it; ofx_xrc_conn_accept_abort undoes
+ *   either when a later step fails.
+ * ofx_xrc_conn_is_xrc: the connection runs (or ran) over XRC; then
+ *   ofx_xrc_conn_disconnect (step 6) ends it.
  */
-struct ibv_qp *ofx_xrc_sq_begin(struct ofx_ep *ep, struct ibv_send_wr *wr);
-void ofx_xrc_sq_end(struct ofx_ep *ep, struct ibv_qp *qp);
-int ofx_xrc_post_recv(struct ofx_ep *ep, struct ibv_recv_wr *wr);
-bool ofx_xrc_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc);
+int ofx_xrc_conn_offer(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params,
+		       const void *pdata, int pdata_len, void *req, int req_len);
+bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *conn);
+void ofx_xrc_conn_fallback(struct ofx_xrc_conn *conn);
+void ofx_xrc_count_rc(struct ofx_ia *ia);
+bool ofx_xrc_conn_answered(struct ofx_xrc_conn *conn, int status, const void *data, int len,
+			   const void **accept_p, int *accept_len_p);
+void ofx_xrc_conn_confirm(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params,
+			  const struct sockaddr_storage *peer, int err);
+int ofx_xrc_conn_accept_begin(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params,
+			      const struct sockaddr_storage *peer);
+int ofx_xrc_conn_accept_answer(struct ofx_xrc_conn *conn, const void *pdata, int pdata_len,
+			       void *rej, int rej_len);
+void ofx_xrc_conn_accept_abort(struct ofx_xrc_conn *conn);
+bool ofx_xrc_conn_is_xrc(const struct ofx_xrc_conn *conn);
+void ofx_xrc_conn_disconnect(struct ofx_xrc_conn *conn);
+
+/*
+ * Data path, lock-free.  ofx_xrc_conn_sq_begin returns the QP to post on
+ * (the INI QP, with wr->qp_type.xrc.remote_srqn set; or `rc_qp` outside an
+ * XRC connection) or NULL when the connection no longer sends;
+ * ofx_xrc_conn_sq_end ends what it began.  ofx_xrc_conn_post_recv posts to
+ * the SRQ (or `rc_qp`), 0 or a negative errno.  ofx_xrc_conn_completion: a
+ * completion of the owner's work on an XRC connection (errors break it:
+ * one on a send kills the INI QP); false if the connection is not XRC.
+ * The fence is the core's own work request: its completion reaches the
+ * core through the cookie's owner ops (dto.h), not the owner's.
+ */
+struct ibv_qp *ofx_xrc_conn_sq_begin(struct ofx_xrc_conn *conn, struct ibv_send_wr *wr,
+				     struct ibv_qp *rc_qp);
+void ofx_xrc_conn_sq_end(struct ofx_xrc_conn *conn, struct ibv_qp *qp, struct ibv_qp *rc_qp);
+int ofx_xrc_conn_post_recv(struct ofx_xrc_conn *conn, struct ibv_recv_wr *wr,
+			   struct ibv_qp *rc_qp);
+bool ofx_xrc_conn_completion(struct ofx_xrc_conn *conn, const struct ibv_wc *wc, bool is_recv);
+
+/*
+ * Device async events (ia.c) on XRC QPs, whose qp_context is xrc.c's own
+ * (an INI QP's table entry; NULL for a TGT), never a struct ofx_obj.
+ * ofx_xrc_owns_qp: `qp` is an INI QP or a TGT handle of this IA.
+ * ofx_xrc_qp_event: false if it is not; else handles it: QP_FATAL, REQ_ERR
+ * and ACCESS_ERR on an INI QP kill it, and every EP bound to it reports
+ * BROKEN on its connection EVD and DAT_ASYNC_ERROR_EP_BROKEN on the async
+ * EVD; anything else is logged.  Called from the async handler, no lock
+ * held.
+ */
+bool ofx_xrc_owns_qp(struct ofx_ia *ia, const struct ibv_qp *qp);
+bool ofx_xrc_qp_event(struct ofx_ia *ia, const struct ibv_async_event *ev);
 
 #endif

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define OFX_LOG_SUBSYS OFX_SUBSYS_XRC
 #include "xrc.h"
-#include "ia.h"
+#include "ia_core.h"
 #include "log.h"
 #include "verbs.h"
 
@@ -101,12 +101,29 @@ static const struct ofx_xrc_transport xrc_cm_transport = {
 	.drives_qps = true,
 };
 
+/* rdma_cm caps the depth it offers at 16; so do we */
+#define XRC_CM_MAX_RD_ATOM 16
+
+static uint8_t depth_min(int local, int remote)
+{
+	int d = local < remote ? local : remote;
+
+	if (d > XRC_CM_MAX_RD_ATOM)
+		d = XRC_CM_MAX_RD_ATOM;
+	return (uint8_t)(d > 0 ? d : 0);
+}
+
 /*
- * Moves an XRC QP with the attributes rdma_cm computes for `id`, less those
- * its type does not take (an INI QP has no responder side, and no remote
- * access to grant).
+ * Moves an XRC QP with the attributes rdma_cm computes for `id` (an RC
+ * connection), fitted to the QP's type as the kernel checks it
+ * (ib_modify_qp_is_ok): an INI QP has no responder, so INIT->RTR must not
+ * carry max_dest_rd_atomic or min_rnr_timer (nor RTS min_rnr_timer); but
+ * RESET->INIT requires access flags of every XRC QP, INI included.  The
+ * TGT's responder depth is what the INI asked for, which may be more than
+ * this device serves.
  */
-static int qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
+static int qp_move(struct ofx_ia *ia, struct rdma_cm_id *id, struct ibv_qp *qp,
+		   enum ibv_qp_state state)
 {
 	struct ibv_qp_attr attr = { .qp_state = state };
 	int mask = 0, ret;
@@ -117,7 +134,13 @@ static int qp_move(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state s
 		return ret ? ret : -EINVAL;
 	}
 	if (qp->qp_type == IBV_QPT_XRC_SEND)
-		mask &= ~(IBV_QP_ACCESS_FLAGS | IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+		mask &= ~(IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER);
+	if ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) &&
+	    attr.max_dest_rd_atomic > ia->dev_attr.max_qp_rd_atom)
+		attr.max_dest_rd_atomic = depth_min(ia->dev_attr.max_qp_rd_atom, 255);
+	if ((mask & IBV_QP_MAX_QP_RD_ATOMIC) &&
+	    attr.max_rd_atomic > ia->dev_attr.max_qp_init_rd_atom)
+		attr.max_rd_atomic = depth_min(ia->dev_attr.max_qp_init_rd_atom, 255);
 	ret = ofx_verbs->modify_qp(qp, &attr, mask);
 	if (ret) {
 		ofx_err("modify xrc qp 0x%x to state %d (mask 0x%x): %s", qp->qp_num, state, mask,
@@ -174,10 +197,11 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		if (req->qp) {
+			/* an INI only initiates: no responder resources to offer */
 			param.qp_num = req->qp->qp_num;
-			param.initiator_depth = (uint8_t)(ia->dev_attr.max_qp_init_rd_atom < 16 ?
-							  ia->dev_attr.max_qp_init_rd_atom : 16);
-			if (qp_move(req->id, req->qp, IBV_QPS_INIT)) {
+			param.initiator_depth = depth_min(ia->dev_attr.max_qp_init_rd_atom, 255);
+			param.responder_resources = 0;
+			if (qp_move(ia, req->id, req->qp, IBV_QPS_INIT)) {
 				req_done(cm, req, NULL, destroy_p);
 				return;
 			}
@@ -198,8 +222,8 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 		const uint8_t *a = answer_of(ev->param.conn.private_data,
 					     ev->param.conn.private_data_len);
 
-		if (!req->qp || qp_move(req->id, req->qp, IBV_QPS_RTR) ||
-		    qp_move(req->id, req->qp, IBV_QPS_RTS) || ofx_verbs->establish(req->id))
+		if (!req->qp || qp_move(ia, req->id, req->qp, IBV_QPS_RTR) ||
+		    qp_move(ia, req->id, req->qp, IBV_QPS_RTS) || ofx_verbs->establish(req->id))
 			a = NULL;
 		/* the QPs do not depend on the id: it goes (a DREQ) once done */
 		req_done(cm, req, a, destroy_p);
@@ -271,15 +295,20 @@ static void listen_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
 	memcpy(&tgt_qpn, answer + 20, sizeof(tgt_qpn));
 	tgt_qpn = ntohl(tgt_qpn);
 	tgt = answer[26] == 1 ? ofx_xrc_tgt_qp(ia, tgt_qpn) : NULL;
-	if (!tgt || qp_move(id, tgt, IBV_QPS_INIT) || qp_move(id, tgt, IBV_QPS_RTR)) {
+	if (!tgt || qp_move(ia, id, tgt, IBV_QPS_INIT) || qp_move(ia, id, tgt, IBV_QPS_RTR)) {
 		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
 		return;
 	}
+	/*
+	 * rdma_get_cm_event(3): the event's responder_resources is the INI's
+	 * initiator depth, its initiator_depth the INI's responder resources.
+	 * The REP's responder_resources becomes the INI's max_rd_atomic.
+	 */
 	param.qp_num = tgt_qpn;
-	param.responder_resources = (uint8_t)(ev->param.conn.initiator_depth <
-					      ia->dev_attr.max_qp_rd_atom ?
-					      ev->param.conn.initiator_depth :
-					      ia->dev_attr.max_qp_rd_atom);
+	param.responder_resources = depth_min(ia->dev_attr.max_qp_rd_atom,
+					      ev->param.conn.responder_resources);
+	param.initiator_depth = depth_min(ia->dev_attr.max_qp_init_rd_atom,
+					  ev->param.conn.initiator_depth);
 	if (ofx_verbs->accept(id, &param)) {
 		ofx_warn("xrc ini accept, tgt qp 0x%x: %m", tgt_qpn);
 		return;

@@ -30,6 +30,19 @@
 #   SRBW 256  (raw only) ib_send_bw -s 256, streaming sends
 #   CM  N     dtestcm -c N -b BURST: connections/s as printed by dtestcm
 #             ("CPS"), client wall time beside it
+# Instruction counts (callgrind, CALLGRIND=1), for stock and ofx alike:
+#   cg.SYS[.rr].iN   dapltest -T P -m p RW (RR) 4096 1 on the client, -i N for
+#                    each N of CG_ITERS
+#   cost.SYS.dto     test/device/ofx_cost_bench dto (BENCH_COST): the client
+#                    under callgrind, one dump per measured phase (empty poll,
+#                    RDMA write/read, send/recv ping-pong, each twice)
+#   cost.SYS.connT   ofx_cost_bench conn up to T connections, both sides under
+#                    callgrind (dumps of two measured phases just below T);
+#                    T in COST_T, and ofx-p2p at COST_P2P_T
+#   scale.SYS        ofx_cost_bench conn without valgrind: memory per EP at
+#                    SCALE_C connected EPs and per EVD, time per connection
+# Dumps land in callgrind/cost/NAME.cli and NAME.srv (bench reads their
+# "Client Request: PHASE:OPS:EMPTIES" trigger lines).
 # Exit status: the number of failed runs (at most 100).
 set -u
 
@@ -55,6 +68,18 @@ CALLGRIND=${BENCH_CALLGRIND:-1}
 ONLY_CALLGRIND=${BENCH_ONLY_CALLGRIND:-0}	# 1: skip warm-up and rounds
 CG_ITERS=${BENCH_CG_ITERS:-200 1200}
 CG_TMP=${BENCH_CG_TMP:-/tmp}
+COST=${BENCH_COST:-}			# path of ofx_cost_bench; empty: no cost parts
+COST_PARTS=${BENCH_COST_PARTS:-dapltest dto scale conn}
+COST_N=${BENCH_COST_N:-100 600}		# dto operations per measured phase
+COST_K=${BENCH_COST_K:-1000 6000}		# empty dequeues per measured phase
+COST_SIZE=${BENCH_COST_SIZE:-64}
+COST_M=${BENCH_COST_M:-8 40}		# connections per measured phase
+COST_T=${BENCH_COST_T:-100 1024}		# one callgrind conn run per total
+COST_P2P_T=${BENCH_COST_P2P_T:-100}
+SCALE_T=${BENCH_SCALE_T:-100 1024}
+SCALE_C=${BENCH_SCALE_C:-1 64 1024}
+SCALE_E=${BENCH_SCALE_E:-1 64 1024}
+COST_QUAL=19300
 PT_PORT=18515
 
 LOGS=$OUT/logs
@@ -308,28 +333,107 @@ raw_round() { # ROUND
 
 # --- callgrind ----------------------------------------------------------------------
 
-# cg_run SYS IA: dapltest -T P -m p RW 4096 1 on the client under callgrind,
-# once per iteration count in CG_ITERS, so that bench can subtract set-up
-# and teardown.  The profile is written on the client host and copied here.
+# cg_run SYS IA [OP]: dapltest -T P -m p OP 4096 1 (RW by default, or RR) on
+# the client under callgrind, once per iteration count in CG_ITERS, so that
+# bench can subtract set-up and teardown.  The profile is written on the
+# client host and copied here.
 cg_run() {
-	local sys=$1 ia=$2 n name tmp
-	dt_server_start "cg.$sys" "$ia" || return
+	local sys=$1 ia=$2 op=${3:-RW} n name tmp tag=""
+	[ "$op" = RW ] || tag=.${op,,}
+	dt_server_start "cg.$sys$tag" "$ia" || return
 	for n in $CG_ITERS; do
-		name="cg.$sys.i$n"
+		name="cg.$sys$tag.i$n"
 		tmp="$CG_TMP/bench-$name.$$.out"
 		cli "$name" 900 valgrind --tool=callgrind --callgrind-out-file="$tmp" \
-			dapltest -T P -s "$SADDR" -D "$ia" -i "$n" -m p RW 4096 1
+			dapltest -T P -s "$SADDR" -D "$ia" -i "$n" -m p "$op" 4096 1
 		dt_ok "$name" || continue
 		# shellcheck disable=SC2086
 		$CLI cat "$tmp" >"$OUT/callgrind/$name.out" 2>/dev/null && $CLI rm -f "$tmp"
 		[ -s "$OUT/callgrind/$name.out" ] || fail "$name" "no callgrind profile"
-		srv_alive || { dt_server_start "cg.$sys" "$ia" || return; }
+		srv_alive || { dt_server_start "cg.$sys$tag" "$ia" || return; }
 	done
 	dt_server_stop "$ia"
 }
 
+# --- ofx_cost_bench ------------------------------------------------------------------
+
+CG_COST=(valgrind --tool=callgrind --instr-atstart=no)
+
+# cost_fetch PREFIX_CMD TMP DEST: the dumps TMP.out.1, .2, ... of one side
+# into DEST (one plain command per file: works through ssh as well)
+cost_fetch() {
+	local run=$1 tmp=$2 dest=$3 i=1
+	mkdir -p "$dest"
+	# shellcheck disable=SC2086
+	while $run cat "$tmp.out.$i" >"$dest/dump.out.$i" 2>/dev/null; do
+		$run rm -f "$tmp.out.$i"
+		i=$((i + 1))
+	done
+	rm -f "$dest/dump.out.$i"
+	# shellcheck disable=SC2086
+	$run rm -f "$tmp.out"
+	[ "$i" -gt 1 ]
+}
+
+# cost_pair NAME SECS SRV_VG CLI_VG IA MODE ARGS...: ofx_cost_bench on both
+# hosts, each side under callgrind if its *_VG is 1
+cost_pair() {
+	local name=$1 secs=$2 svg=$3 cvg=$4 ia=$5 mode=$6 spre=() cpre=() st ct ok=0
+	shift 6
+	COST_QUAL=$((COST_QUAL + 1))
+	st="$CG_TMP/bench-$name.srv.$$"
+	ct="$CG_TMP/bench-$name.cli.$$"
+	[ "$svg" = 1 ] && spre=("${CG_COST[@]}" --callgrind-out-file="$st.out")
+	[ "$cvg" = 1 ] && cpre=("${CG_COST[@]}" --callgrind-out-file="$ct.out")
+	srv_start "$name.srv" "$secs" "${spre[@]}" "$COST" server "$ia" "$mode" -q "$COST_QUAL" "$@"
+	if ! wait_log "$LOGS/$name.srv.log" 'server ready' 180; then
+		fail "$name.srv" "no 'server ready'"
+		srv_stop 1
+		return 1
+	fi
+	cli "$name" "$secs" "${cpre[@]}" "$COST" client "$ia" "$mode" "$SADDR" -q "$COST_QUAL" "$@"
+	srv_stop 300
+	grep -q '^client: done' "$LOGS/$name.log" || { fail "$name" "no 'client: done'"; ok=1; }
+	grep -q '^server: done' "$LOGS/$name.srv.log" || { fail "$name.srv" "no 'server: done'"; ok=1; }
+	if [ "$cvg" = 1 ] && ! cost_fetch "$CLI" "$ct" "$OUT/callgrind/cost/$name.cli"; then
+		fail "$name" "no callgrind dumps"
+		ok=1
+	fi
+	if [ "$svg" = 1 ] && ! cost_fetch "$SRV" "$st" "$OUT/callgrind/cost/$name.srv"; then
+		fail "$name.srv" "no callgrind dumps"
+		ok=1
+	fi
+	return $ok
+}
+
+has_part() { case " $COST_PARTS " in *" $1 "*) return 0 ;; esac; return 1; }
+
+cost_run() { # SYS IA
+	local sys=$1 ia=$2
+	if has_part dto; then
+		say "cost: $sys dto"
+		cost_pair "cost.$sys.dto" 1200 0 1 "$ia" dto -n "$COST_N" -k "$COST_K" -s "$COST_SIZE"
+	fi
+	if has_part scale; then
+		say "cost: $sys scale (no valgrind)"
+		cost_pair "scale.$sys" 900 0 0 "$ia" conn -m "$COST_M" -t "$SCALE_T" \
+			-c "$SCALE_C" -e "$SCALE_E"
+	fi
+}
+
+cost_conn_run() { # SYS IA TOTALS
+	local sys=$1 ia=$2
+	has_part conn || return 0
+	for t in $3; do
+		say "cost: $sys conn up to $t"
+		cost_pair "cost.$sys.conn$t" "$([ "$t" -le 200 ] && echo 600 || echo 1200)" 1 1 "$ia" conn -m "$COST_M" -t "$t" -e "" -c ""
+	done
+}
+
 # --- main -------------------------------------------------------------------------
 
+# 1024 EPs per process: every one may hold descriptors
+ulimit -n 65536 2>/dev/null || ulimit -n 4096 2>/dev/null
 T0=$(now)
 say "server $SADDR ($SDEV gid $SGID) via '${SRV:-local}', client $CDEV gid $CGID via '${CLI:-local}'"
 say "rounds $ROUNDS, sizes $SIZES, iterations $ITER (bandwidth) / $PP_ITER (ping-pong)"
@@ -342,6 +446,11 @@ say "rounds $ROUNDS, sizes $SIZES, iterations $ITER (bandwidth) / $PP_ITER (ping
 	echo "pp_iter $PP_ITER"
 	echo "conns $CONNS burst $CM_BURST"
 	echo "cg_iters $CG_ITERS"
+	echo "cost $COST_PARTS: n $COST_N k $COST_K size $COST_SIZE m $COST_M t $COST_T p2p_t $COST_P2P_T"
+	echo "scale t $SCALE_T c $SCALE_C e $SCALE_E"
+	# shellcheck disable=SC2086
+	echo "device_limits $($SRV ibv_devinfo -v -d $SDEV 2>/dev/null | awk '$1 ~ /^max_(qp|cq|mr|qp_wr|cqe):$/ {printf "%s %s ", $1, $2}')"
+	echo "ulimit_n $(ulimit -n) ulimit_l $(ulimit -l)"
 	echo "sr_poll $SR_POLL"
 	echo "ias $STOCK_IA $OFX_IA $P2P_IA"
 	# shellcheck disable=SC2086
@@ -376,10 +485,24 @@ if [ "$ONLY_CALLGRIND" != 1 ]; then
 fi
 
 if [ "$CALLGRIND" = 1 ]; then
-	say "callgrind: stock"
-	cg_run stock "$STOCK_IA"
-	say "callgrind: ofx"
-	cg_run ofx "$OFX_IA"
+	if [ -z "$COST" ] || has_part dapltest; then
+		for op in RW RR; do
+			say "callgrind: stock $op"
+			cg_run stock "$STOCK_IA" "$op"
+			say "callgrind: ofx $op"
+			cg_run ofx "$OFX_IA" "$op"
+		done
+	fi
+	if [ -n "$COST" ]; then
+		cost_run stock "$STOCK_IA"
+		cost_run ofx "$OFX_IA"
+		# the small totals first: a slow 1024 must not cost the p2p figure
+		for t in $COST_T; do
+			cost_conn_run stock "$STOCK_IA" "$t"
+			cost_conn_run ofx "$OFX_IA" "$t"
+			[ "$t" != "$COST_P2P_T" ] || cost_conn_run ofx-p2p "$P2P_IA" "$t"
+		done
+	fi
 fi
 
 say "done in $(awk -v a="$T0" -v b="$(now)" 'BEGIN {printf "%.0f", (b - a) / 1e6}') s, $(wc -l <"$RES") values, $nfail failed runs"

@@ -21,12 +21,17 @@
 # ia_close; while `dapltest -t 4 -w 8` holds its 32 connections the script
 # samples `rdma resource show qp` on both nodes and prints one line per node:
 #   qp-count NODE xrc_ini=I xrc_tgt=T rc=R
-# With XRC working the 32 EPs need one INI QP per request EVD and PZ pair
-# that talks to the other node (not one per EP), one TGT QP at the peer per
-# INI QP, and no RC QP in RTS; the same case with xrc=off shows rc=32 per
-# side for comparison.  dtest and dtestcm send 48 bytes of
-# connect data, more than the 44 that leave room for the XRC offer: they
-# check the RC path of an xrc=on IA, as dtestsrq does (SRQ EPs stay RC).
+# rc counts every RC QP of the dapltest processes, in any state (an XRC EP
+# owns one only while its offer is unanswered or for a connection that
+# fell back to RC), taken from the samples with the most INI QPs, when all
+# 32 connections are up: the fewest seen there.  With XRC working the 32
+# EPs need one INI QP per request EVD and PZ pair that talks to the other
+# node (not one per EP), one TGT QP at the peer per INI QP, and no RC QP:
+# the case qp.NODE fails on rc > 0 or no INI QP.  The same run with
+# xrc=off shows rc=32 per side for comparison.  dtest and dtestcm send 48 bytes of
+# connect data, which leave just room for our 8-byte trailer and so the XRC
+# offer: their connections run over XRC (the stats lines count them as
+# conn_xrc); dtestsrq checks the RC path of an xrc=on IA (SRQ EPs stay RC).
 # Exit status: number of failed cases.
 set -u
 
@@ -40,7 +45,7 @@ while [ $# -gt 0 ]; do
 	--client-cmd) client_cmd=$2; shift 2 ;;
 	--conns) conns=$2; shift 2 ;;
 	--log) logdir=$2; shift 2 ;;
-	-h|--help) sed -n '3,28p' "$0"; exit 0 ;;
+	-h|--help) sed -n '3,35p' "$0"; exit 0 ;;
 	*) break ;;
 	esac
 done
@@ -98,22 +103,36 @@ join_srv() {
 	wait "$SRV_PID" 2>/dev/null
 }
 
-# qp_sample PREFIX OUT: the largest QP counts seen by `rdma resource show qp`
+# qp_sample PREFIX OUT: QP counts by type from `rdma resource show qp`, one
+# line per sample; rc is every RC QP (any state) of the dapltest processes
 qp_sample() {
 	local prefix=$1 out=$2
 	: > "$out"
 	while :; do
 		# shellcheck disable=SC2086
 		$prefix rdma resource show qp 2>/dev/null |
-			awk '/XRC_INI/ {i++} /XRC_TGT/ {t++} / type RC .* state RTS/ {r++}
+			awk '/XRC_INI/ {i++} /XRC_TGT/ {t++} / type RC / && / comm dapltest/ {r++}
 			     END {printf "%d %d %d\n", i, t, r}' >> "$out"
 		sleep 0.5
 	done
 }
 
-qp_line() { # NODE FILE
-	sort -n -k1,1 -k2,2 "$2" | tail -1 |
-		awk -v n="$1" '{printf "qp-count %s xrc_ini=%d xrc_tgt=%d rc=%d\n", n, $1, $2, $3}'
+# qp_line NODE FILE: the samples with the most INI QPs (all connections up),
+# the fewest RC QPs among them (an offer in flight owns one for a moment)
+qp_line() {
+	awk -v n="$1" '{ if ($1 > i || (i == $1 && $3 < r)) { i = $1; t = $2; r = $3 } }
+		END {printf "qp-count %s xrc_ini=%d xrc_tgt=%d rc=%d\n", n, i, t, r}' "$2"
+}
+
+qp_judge() { # NODE FILE: XRC EPs own no RC QP
+	local line
+	line=$(qp_line "$1" "$2")
+	echo "$line"
+	case $line in
+	*xrc_ini=0*) record "qp.$1" FAIL "no xrc ini qp seen ($line)" ;;
+	*" rc=0") record "qp.$1" PASS "no rc qp for the xrc eps" ;;
+	*) record "qp.$1" FAIL "rc qps exist for xrc eps ($line)" ;;
+	esac
 }
 
 echo "xrc-hw: server $SIA at $SADDR, client $CIA, logs in $logdir"
@@ -135,8 +154,8 @@ if wait_for "$logdir/dapltest.srv.log" 'Service Point Ready' 30; then
 	wait "$S1" "$S2" 2>/dev/null
 	judge T.t4w8 "$logdir/T.t4w8.log" 'End of Work -- Client Exiting' \
 		'Test Error|bad connection'
-	qp_line server "$logdir/qp.server"
-	qp_line client "$logdir/qp.client"
+	qp_judge server "$logdir/qp.server"
+	qp_judge client "$logdir/qp.client"
 	cli T.validate 300 dapltest -T T -V -s "$SADDR" -D "$CIA" -i 1000 -t 2 -w 4 \
 		client SR 1024 server RW 4096 server RR 4096 server SR 1024
 	judge T.validate "$logdir/T.validate.log" 'End of Work -- Client Exiting' \
@@ -157,7 +176,7 @@ if wait_for "$logdir/dtest.srv.log" 'waiting for client' 30; then
 fi
 join_srv
 
-# 3. dtestcm: N connections with 48 bytes of data each (RC on an xrc=on IA)
+# 3. dtestcm: N connections with 48 bytes of data each (over XRC on an xrc=on IA)
 srv dtestcm 600 dtestcm -P "$SIA" -s -c "$conns" -b 16 -w
 if wait_for "$logdir/dtestcm.srv.log" 'waiting for client' 30; then
 	cli dtestcm 600 dtestcm -P "$CIA" -h "$SADDR" -c "$conns" -b 16 -w

@@ -2,9 +2,10 @@
 #include "datconf.h"
 
 #include "config.h"
+#include "env.h"
 #include "log.h"
 #include "obj.h"
-#include "provider.h"
+#include "instance.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -698,6 +699,111 @@ out:
 	return ret;
 }
 
+/* True when `text` has a line equal to l (newline and a CRLF's "\r" excluded on both sides). */
+static bool has_line(const char *text, const struct line *l)
+{
+	size_t pos = 0, want = l->len;
+	struct line t;
+
+	if (want && l->p[want - 1] == '\r')
+		want--;
+	while (next_line(text, &pos, &t)) {
+		size_t len = t.len && t.p[t.len - 1] == '\r' ? t.len - 1 : t.len;
+
+		if (len == want && !memcmp(t.p, l->p, want))
+			return true;
+	}
+	return false;
+}
+
+int ofx_datconf_record_lines(const char *old_text, const char *added, char **out_p)
+{
+	struct text_buf out = { 0 };
+	size_t len = strlen(old_text);
+
+	if (len && old_text[len - 1] != '\n') {
+		const char *last = strrchr(old_text, '\n');
+
+		last = last ? last + 1 : old_text;
+		text_add(&out, OFX_DATCONF_EOF_MARK, strlen(OFX_DATCONF_EOF_MARK));
+		text_add(&out, last, strlen(last));
+		text_add(&out, "\n", 1);
+	}
+	text_add(&out, added, strlen(added));
+	return text_finish(&out, out_p);
+}
+
+/* Drops the final newline when the last line is the one an EOF marker of `record` names. */
+static void undo_eof_newline(struct text_buf *out, const char *record)
+{
+	size_t mark_len = strlen(OFX_DATCONF_EOF_MARK), pos = 0, start;
+	struct line l;
+
+	if (!out->p || !out->len || out->p[out->len - 1] != '\n')
+		return;
+	for (start = out->len - 1; start && out->p[start - 1] != '\n'; start--)
+		;
+	while (next_line(record, &pos, &l)) {
+		if (l.len < mark_len || memcmp(l.p, OFX_DATCONF_EOF_MARK, mark_len))
+			continue;
+		if (l.len - mark_len == out->len - 1 - start &&
+		    !memcmp(l.p + mark_len, out->p + start, l.len - mark_len)) {
+			out->p[--out->len] = '\0';
+			return;
+		}
+	}
+}
+
+int ofx_datconf_record_merge(const char *record, const char *lines, char **out_p)
+{
+	struct text_buf out = { 0 };
+	size_t pos = 0, len = strlen(record);
+	struct line l;
+	int ret;
+
+	text_add(&out, record, len);
+	while (next_line(lines, &pos, &l)) {
+		if (!l.len || has_line(out.p ? out.p : "", &l))
+			continue;
+		if (out.len && out.p[out.len - 1] != '\n')
+			text_add(&out, "\n", 1);
+		text_add(&out, l.p, l.len);
+		text_add(&out, "\n", 1);
+	}
+	ret = text_finish(&out, out_p);
+	return ret;
+}
+
+int ofx_datconf_remove_lines(const char *text, const char *record, char **out_p,
+			     struct ofx_datconf_change *change_p)
+{
+	struct ofx_datconf_change change = { 0 };
+	struct text_buf out = { 0 };
+	struct ofx_datconf_entry *e;
+	size_t pos = 0;
+	struct line l;
+	int ret;
+
+	e = malloc(sizeof(*e));
+	if (!e)
+		return -ENOMEM;
+	while (next_line(text, &pos, &l)) {
+		if (l.len && has_line(record, &l) && ofx_datconf_parse_line(l.p, l.len, e) > 0 &&
+		    ofx_datconf_is_ours(e)) {
+			change.removed++;
+			continue;
+		}
+		text_add(&out, l.p, l.len + l.eol);
+	}
+	free(e);
+	if (change.removed && !out.failed)
+		undo_eof_newline(&out, record);
+	ret = text_finish(&out, out_p);
+	if (!ret && change_p)
+		*change_p = change;
+	return ret;
+}
+
 /* ---- diff --------------------------------------------------------------- */
 
 struct diff_op {
@@ -868,7 +974,7 @@ out:
 
 const char *ofx_datconf_default_path(void)
 {
-	const char *p = ofx_config_env(OFX_DATCONF_OVERRIDE_ENV);
+	const char *p = ofx_env_get(OFX_DATCONF_OVERRIDE_ENV);
 
 	return p ? p : OFX_DATCONF_DEFAULT_FILE;
 }

@@ -103,6 +103,42 @@ int ofx_datconf_add(const char *text, const char *line, char **out_p,
 int ofx_datconf_remove(const char *text, const char *key, char **out_p,
 		       struct ofx_datconf_change *change_p, char *why, size_t why_len);
 
+/*
+ * The record of what an edit added (ofx-dat-conf --record, kept by the
+ * package under /var/lib/libdaplofx): the exact lines appended, one per
+ * line, and, when the edit had to end the file's last line with a newline
+ * first, the marker OFX_DATCONF_EOF_MARK followed by that last line, so that
+ * taking the lines back out restores the file byte for byte.  The package's
+ * postrm applies the same two rules with grep, sed and head.
+ */
+#define OFX_DATCONF_EOF_MARK "#ofx-dat-conf newline added after: "
+
+/*
+ * The record lines for appending `added` (whole lines) to `old_text`: the
+ * marker first when `old_text` is not empty and lacks a final newline, then
+ * `added`.  *out_p is malloc'ed.  0 or -ENOMEM.
+ */
+int ofx_datconf_record_lines(const char *old_text, const char *added, char **out_p);
+
+/*
+ * `record` with each line of `lines` it does not hold yet appended (a
+ * newline first when its last line has none); *out_p is malloc'ed.  0 or
+ * -ENOMEM.
+ */
+int ofx_datconf_record_merge(const char *record, const char *lines, char **out_p);
+
+/*
+ * Deletes from `text` every line that is byte for byte a line of `record`
+ * (without the newlines): an entry edited since it was recorded is left
+ * alone, it is no longer the line that was added.  Only our entries
+ * (ofx_datconf_is_ours) are deleted; a recorded line that is not ours is
+ * skipped.  When a line was deleted and the record has an end-of-file
+ * marker whose line is now the last one, that line's newline goes too.
+ * change_p->removed counts the lines deleted.  0 or -ENOMEM.
+ */
+int ofx_datconf_remove_lines(const char *text, const char *record, char **out_p,
+			     struct ofx_datconf_change *change_p);
+
 /* Line number (1-based) of the first entry named `name`, or 0. */
 unsigned int ofx_datconf_find(const char *text, const char *name);
 

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "info.h"
 
+#include "env.h"
 #include "log.h"
 #include "obj.h"
 
@@ -156,7 +157,7 @@ int ofx_info_print_config(FILE *out, const char *options, bool docs, char *why,
 		"DEFAULT", "VALUE", "SOURCE", "VALUES");
 	for (i = 0; i < ofx_param_count; i++) {
 		const struct ofx_param *p = &ofx_params[i];
-		const char *env = p->env ? ofx_config_env(p->env) : NULL;
+		const char *env = p->env ? ofx_env_get(p->env) : NULL;
 		const char *source = "default";
 
 		if (env && !ofx_config_set(p, env, &probe))
@@ -174,7 +175,7 @@ int ofx_info_print_config(FILE *out, const char *options, bool docs, char *why,
 	/* the provider warns about these at ia_open and keeps the lower-precedence value */
 	for (i = 0; i < ofx_param_count; i++) {
 		const struct ofx_param *p = &ofx_params[i];
-		const char *env = p->env ? ofx_config_env(p->env) : NULL;
+		const char *env = p->env ? ofx_env_get(p->env) : NULL;
 
 		if (!env || !ofx_config_set(p, env, &probe))
 			continue;

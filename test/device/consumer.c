@@ -116,6 +116,22 @@ DAT_LMR_TRIPLET lmr_iov(const struct consumer *cs, const void *p, uint32_t len)
 	return iov;
 }
 
+bool ia_is_iwarp(const struct consumer *cs)
+{
+	DAT_PROVIDER_ATTR pattr;
+
+	if (dat_ia_query(cs->ia, NULL, DAT_IA_FIELD_NONE, NULL,
+			 DAT_PROVIDER_FIELD_PROVIDER_SPECIFIC_ATTR, &pattr) != DAT_SUCCESS)
+		return false;
+	for (int i = 0; i < pattr.num_provider_specific_attr; i++) {
+		const DAT_NAMED_ATTR *a = &pattr.provider_specific_attr[i];
+
+		if (a->name && !strcmp(a->name, "OFX_TRANSPORT"))
+			return a->value && !strcmp(a->value, "iWARP");
+	}
+	return false;
+}
+
 int ep_default_attr(const struct consumer *cs, DAT_EVD_HANDLE dto_evd, DAT_EP_ATTR *attr)
 {
 	DAT_EP_PARAM param;

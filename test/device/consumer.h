@@ -8,6 +8,7 @@
 #ifndef OFX_TEST_CONSUMER_H
 #define OFX_TEST_CONSUMER_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <dat2/udat.h>
 
@@ -33,6 +34,19 @@ const char *event_name(DAT_EVENT_NUMBER n);
 			fail("%s:%d %s: %s", __FILE__, __LINE__, #call, dat_errstr(ret_)); \
 			return -1;                                                      \
 		}                                                                       \
+	} while (0)
+
+/*
+ * The same, for the multi-process programs, where any failure ends the
+ * process (its peers' checks then fail as well).
+ */
+#define CHECK_OR_EXIT(call)                                                    \
+	do {                                                                   \
+		DAT_RETURN ret_ = (call);                                      \
+		if (ret_ != DAT_SUCCESS) {                                     \
+			fail("%s: %s", #call, dat_errstr(ret_));               \
+			exit(1);                                               \
+		}                                                              \
 	} while (0)
 
 double now_s(void);	/* CLOCK_MONOTONIC */
@@ -71,6 +85,9 @@ DAT_LMR_TRIPLET lmr_iov(const struct consumer *cs, const void *p, uint32_t len);
  * does: callers change the queue depths they need and create the real EP.
  */
 int ep_default_attr(const struct consumer *cs, DAT_EVD_HANDLE dto_evd, DAT_EP_ATTR *attr);
+
+/* True when the IA's provider reports OFX_TRANSPORT=iWARP (ia_query). */
+bool ia_is_iwarp(const struct consumer *cs);
 
 /*
  * The next event of `evd` within `timeout_us`, which must be `want` unless

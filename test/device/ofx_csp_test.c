@@ -19,12 +19,22 @@
  *                        calls: expect TIMED_OUT; rank 1 just waits
  *        unreachable     connect to BASEPORT + 999 on host B where no CSP
  *                        listens: expect UNREACHABLE
+ *        killed          NPH 1.  Rank 1 (the victim) calls common connect to
+ *                        rank 0, prints "csp rank 1: called" and stops
+ *                        itself (SIGSTOP: every provider thread with it);
+ *                        the script SIGKILLs it.  Rank 0 (the survivor)
+ *                        calls too, before or after; it must see an error
+ *                        event within its 20 s timeout (ESTABLISHED only if
+ *                        a DISCONNECTED or BROKEN follows), print "csp rank
+ *                        0: waiting for restart", then run all2all-asc
+ *                        against the restarted rank 1 on a new EP.
  * Checks: exactly one ESTABLISHED per peer, carrying the peer's private data
  * ("rank <j>"); no CR event ever; one message each way per connection.
  * Prints "csp rank R: ok ..." or "FAIL: ...".
  */
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,15 +61,7 @@ static DAT_CSP_HANDLE csp;
 static char buf[2 * MAX_PEERS * MSG_LEN];
 static DAT_EP_HANDLE ep[MAX_PEERS];
 
-/* Any failure ends this rank: its peers' checks then fail as well. */
-#define CHECK(call)                                                   \
-	do {                                                          \
-		DAT_RETURN r_ = (call);                               \
-		if (r_ != DAT_SUCCESS) {                              \
-			fail("%s: %s", #call, dat_errstr(r_));        \
-			exit(1);                                      \
-		}                                                     \
-	} while (0)
+#define CHECK CHECK_OR_EXIT
 
 static void peer_addr(int j, struct sockaddr_in *sin)
 {
@@ -221,6 +223,41 @@ static void expect_single(int j, DAT_UINT64 timeout, DAT_EVENT_NUMBER want, cons
 	printf("csp rank %d: ok %s\n", rank, tag);
 }
 
+/* Rank 0 of mode killed: the peer dies while the two common connects cross. */
+static void survive_killed_peer(void)
+{
+	DAT_EVENT ev;
+
+	make_ep(1);
+	common_connect(1, 20ull * 1000 * 1000);
+	next_conn_event(&ev);
+	if (ev.event_number == DAT_CONNECTION_EVENT_ESTABLISHED) {
+		printf("csp rank 0: ESTABLISHED before the kill\n");
+		next_conn_event(&ev);
+		if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED &&
+		    ev.event_number != DAT_CONNECTION_EVENT_BROKEN) {
+			fail("killed peer: event 0x%x after ESTABLISHED", ev.event_number);
+			exit(1);
+		}
+	}
+	printf("csp rank 0: killed peer: event 0x%x\n", ev.event_number);
+	CHECK(dat_ep_free(ep[1]));
+	ep[1] = NULL;
+	printf("csp rank 0: waiting for restart\n");
+	all_to_all("all2all-asc");
+}
+
+/* Rank 1 of mode killed: stops mid-collision, to be SIGKILLed. */
+static void die_mid_collision(void)
+{
+	make_ep(0);
+	common_connect(0, 20ull * 1000 * 1000);
+	printf("csp rank 1: called\n");
+	raise(SIGSTOP);
+	fail("the victim was continued instead of killed");
+	exit(1);
+}
+
 int main(int argc, char **argv)
 {
 	const char *mode;
@@ -252,6 +289,11 @@ int main(int argc, char **argv)
 				      "peer never calls: TIMED_OUT");
 		else
 			sleep_ms(5000); /* a CSP that never calls common_connect */
+	} else if (!strcmp(mode, "killed") && nph == 1) {
+		if (rank == 0)
+			survive_killed_peer();
+		else
+			die_mid_collision();
 	} else if (!strcmp(mode, "unreachable")) {
 		/* host A compares lower than host B, so this side initiates */
 		base_port += 999 - nph;

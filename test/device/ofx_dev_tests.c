@@ -22,10 +22,19 @@
  *                       (PZ, EVDs, queue sizes), pre-posts its receives and
  *                       accepts with dat_cr_accept(cr, NULL); data then flows
  *                       as in the other cases.
+ *   pdata_max           the largest private data dat_ia_query reports
+ *                       (max_private_data_size) goes both ways: the server's
+ *                       request event and the client's ESTABLISHED event
+ *                       carry exactly that many bytes, and the right ones
+ *                       (iWARP delivers exact lengths; on IB/RoCE the
+ *                       provider's trailer gives them).
  *
- * Usage: ofx_dev_tests server [IA]          (prints "server ready")
- *        ofx_dev_tests client SERVER_IP [IA]
- * IA defaults to ofx-rxe-p2p.  Prints "ALL TESTS PASSED" or "FAIL: ...".
+ * Usage: ofx_dev_tests server [IA [first:P2P]]          (prints "server ready")
+ *        ofx_dev_tests client SERVER_IP [IA [first:P2P]]
+ * IA defaults to ofx-p2p.  With first:on or first:off only p2p_passive_first
+ * runs, expecting that P2P_ACTIVE (the wire check of suite.sh captures it).
+ * $OFX_DEV_SKIP: a comma list of cases not to run (both sides must agree).
+ * Prints "ALL TESTS PASSED" or "FAIL: ...".
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,6 +56,13 @@ struct conn {
 	DAT_EVD_HANDLE dto_evd;
 	DAT_EP_HANDLE ep;
 	char buf[(NRECV + NMSG + 1) * MSG_LEN];
+	/*
+	 * Completions of the other direction that came first: a send's and
+	 * the peer's answer's are on different queues (iWARP completes a send
+	 * locally, and under load siw can write the answer's CQE first).
+	 */
+	DAT_EVENT early[NRECV + NMSG];
+	int nearly;
 };
 
 static int open_conn(struct conn *c, const char *ia_name)
@@ -110,19 +126,59 @@ static int send_msg(struct conn *c, int idx, const char *text)
 }
 
 /* Waits for one DTO event; checks its kind and, for receives, its contents. */
+/* The oldest early completion of operation `op`, taken out of the list. */
+static bool take_early(struct conn *c, DAT_DTOS op, DAT_EVENT *ev)
+{
+	for (int i = 0; i < c->nearly; i++) {
+		if (c->early[i].event_data.dto_completion_event_data.operation != op)
+			continue;
+		*ev = c->early[i];
+		memmove(&c->early[i], &c->early[i + 1], (c->nearly - i - 1) * sizeof(*ev));
+		c->nearly--;
+		return true;
+	}
+	return false;
+}
+
+/*
+ * The next completion of this EP: an early one of `op` first; a successful
+ * one of the other direction is kept for later.  Within one direction the
+ * order is the posting order and is checked.
+ */
+static int next_dto(struct conn *c, DAT_DTOS op, DAT_EVENT *ev)
+{
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
+
+	if (take_early(c, op, ev))
+		return 0;
+	for (;;) {
+		if (wait_event(c->dto_evd, TIMEOUT_US, 0, ev, "dto completion"))
+			return -1;
+		if (ev->event_number != DAT_DTO_COMPLETION_EVENT)
+			return 0;
+		/* flushed receives of the previous connection's EP may still be queued */
+		if (d->ep_handle != c->ep && d->status == DAT_DTO_ERR_FLUSHED)
+			continue;
+		if (d->ep_handle == c->ep && d->status == DAT_DTO_SUCCESS && d->operation != op &&
+		    c->nearly < (int)(sizeof(c->early) / sizeof(c->early[0]))) {
+			c->early[c->nearly++] = *ev;
+			continue;
+		}
+		return 0;
+	}
+}
+
 static int wait_dto(struct conn *c, DAT_DTOS op, DAT_UINT64 cookie, const char *text)
 {
 	DAT_EVENT ev;
 	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
 
-	do {
-		if (wait_event(c->dto_evd, TIMEOUT_US, 0, &ev, "dto completion"))
-			return -1;
-		/* flushed receives of the previous connection's EP may still be queued */
-	} while (ev.event_number == DAT_DTO_COMPLETION_EVENT && d->ep_handle != c->ep &&
-		 d->status == DAT_DTO_ERR_FLUSHED);
+	if (next_dto(c, op, &ev))
+		return -1;
 	if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->status != DAT_DTO_SUCCESS) {
-		fail("dto event 0x%x status %d", ev.event_number, d->status);
+		fail("dto event 0x%x status %d (operation %d, cookie %llu, waiting for op %d cookie %llu)",
+		     ev.event_number, d->status, d->operation,
+		     (unsigned long long)d->user_cookie.as_64, op, (unsigned long long)cookie);
 		return -1;
 	}
 	if (d->operation != op || d->user_cookie.as_64 != cookie || d->ep_handle != c->ep) {
@@ -184,6 +240,58 @@ static int expect_p2p(struct conn *c, const char *want, const char *want_setting
 }
 
 static char expected_text[NMSG][MSG_LEN];
+
+/* Whether $OFX_DEV_SKIP names `tag`; a skipped case says so. */
+static bool skipped(const char *tag)
+{
+	const char *list = getenv("OFX_DEV_SKIP");
+	size_t n = strlen(tag);
+
+	for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : "") {
+		if (!strncmp(p, tag, n) && (p[n] == ',' || p[n] == 0)) {
+			printf("skip %s ($OFX_DEV_SKIP)\n", tag);
+			return true;
+		}
+	}
+	return false;
+}
+
+/* Private data of the pdata_max case: `len` bytes, a different pattern each way. */
+static void fill_pdata(unsigned char *p, int len, unsigned int seed)
+{
+	for (int i = 0; i < len; i++)
+		p[i] = (unsigned char)(i * seed + 1);
+}
+
+static int check_pdata(const char *what, const void *got, DAT_COUNT got_len, int want_len,
+		       unsigned int seed)
+{
+	unsigned char want[256];
+
+	fill_pdata(want, want_len, seed);
+	if (got_len != want_len || (want_len && (!got || memcmp(got, want, want_len)))) {
+		fail("pdata_max: %s carried %d bytes%s, expected %d", what, got_len,
+		     got_len == want_len ? " with the wrong contents" : "", want_len);
+		return -1;
+	}
+	printf("ok pdata_max: %s carried exactly %d bytes\n", what, want_len);
+	return 0;
+}
+
+static int max_pdata(const struct conn *c)
+{
+	DAT_PROVIDER_ATTR pattr;
+
+	if (dat_ia_query(c->cs.ia, NULL, DAT_IA_FIELD_NONE, NULL,
+			 DAT_PROVIDER_FIELD_MAX_PRIVATE_DATA_SIZE, &pattr) != DAT_SUCCESS)
+		return -1;
+	if (pattr.max_private_data_size <= 0 || pattr.max_private_data_size > 256) {
+		fail("pdata_max: ia_query max_private_data_size %d", pattr.max_private_data_size);
+		return -1;
+	}
+	printf("pdata_max: max_private_data_size %d\n", pattr.max_private_data_size);
+	return pattr.max_private_data_size;
+}
 
 /* With `handoff`, the request is handed from QUAL's PSP to QUAL + 1's. */
 static int take_request(struct conn *c, bool handoff, DAT_PSP_HANDLE psp2,
@@ -258,6 +366,35 @@ static int complete_provider_ep(struct conn *c, DAT_CR_HANDLE cr, const char *ta
  * the first request: once the PSP is freed, such a request is refused, but
  * its event is still queued and its CR valid until rejected.
  */
+/*
+ * dat_ep_free: the flushed receives the EP's connection left (NRECV were
+ * posted, fewer consumed) may already be events in the DTO EVD, naming the
+ * freed handle, which the next case's EP can get again from malloc: take
+ * them out now, while they can still be told apart.  Nothing else may be
+ * left there.
+ */
+static int free_ep(struct conn *c, const char *tag)
+{
+	DAT_EVENT ev;
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+
+	CHECK_DAT(dat_ep_free(c->ep));
+	if (c->nearly) {
+		fail("%s: %d completions nobody waited for", tag, c->nearly);
+		return -1;
+	}
+	while (dat_evd_dequeue(c->dto_evd, &ev) == DAT_SUCCESS) {
+		if (ev.event_number != DAT_DTO_COMPLETION_EVENT || d->ep_handle != c->ep ||
+		    d->status != DAT_DTO_ERR_FLUSHED || d->operation != DAT_DTO_RECEIVE) {
+			fail("%s: after ep_free: event 0x%x status %d operation %d", tag,
+			     ev.event_number, d->status, d->operation);
+			return -1;
+		}
+	}
+	c->ep = NULL;
+	return 0;
+}
+
 static int drop_stale_requests(struct conn *c, const char *tag)
 {
 	DAT_EVENT ev;
@@ -273,7 +410,24 @@ static int drop_stale_requests(struct conn *c, const char *tag)
 	return 0;
 }
 
-enum serve_mode { SERVE_PLAIN, SERVE_HANDOFF, SERVE_PROVIDER_EP };
+enum serve_mode { SERVE_PLAIN, SERVE_HANDOFF, SERVE_PROVIDER_EP, SERVE_PDATA_MAX };
+
+/* pdata_max, passive side: the request's data, then the same amount back. */
+static int accept_pdata_max(struct conn *c, DAT_CR_HANDLE cr)
+{
+	unsigned char rep[256];
+	DAT_CR_PARAM crp;
+	int max = max_pdata(c);
+
+	if (max < 0)
+		return -1;
+	CHECK_DAT(dat_cr_query(cr, DAT_CR_FIELD_ALL, &crp));
+	if (check_pdata("request", crp.private_data, crp.private_data_size, max, 7))
+		return -1;
+	fill_pdata(rep, max, 13);
+	CHECK_DAT(dat_cr_accept(cr, c->ep, max, rep));
+	return 0;
+}
 
 /* One passive connection: pre-post, accept, send first, then receive. */
 static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum serve_mode mode)
@@ -309,6 +463,9 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 		if (complete_provider_ep(c, cr, tag))
 			return -1;
 		CHECK_DAT(dat_cr_accept(cr, DAT_HANDLE_NULL, 0, NULL));
+	} else if (mode == SERVE_PDATA_MAX) {
+		if (accept_pdata_max(c, cr))
+			return -1;
 	} else {
 		CHECK_DAT(dat_cr_accept(cr, c->ep, 0, NULL));
 	}
@@ -329,8 +486,8 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 		CHECK_DAT(dat_psp_free(psp2));
 		CHECK_DAT(dat_evd_free(cr_evd2));
 	}
-	CHECK_DAT(dat_ep_free(c->ep));
-	c->ep = NULL;
+	if (free_ep(c, tag))
+		return -1;
 	return drop_stale_requests(c, tag);
 }
 
@@ -344,15 +501,29 @@ static int connect_again(void *arg, DAT_EP_HANDLE *ep_p)
 static int connect_one(struct conn *c, const char *server, const char *p2p_attr,
 		       const char *want_p2p, const char *tag)
 {
-	const struct connect_req req = { .ip = server, .qual = QUAL, .timeout_us = TIMEOUT_US,
-					 .retry_s = 10, .pause_ms = 200, .again = connect_again,
-					 .arg = c };
+	struct connect_req req = { .ip = server, .qual = QUAL, .timeout_us = TIMEOUT_US,
+				   .retry_s = 10, .pause_ms = 200, .again = connect_again,
+				   .arg = c };
+	const DAT_CONNECTION_EVENT_DATA *cd;
+	unsigned char pdata[256];
 	DAT_EVENT ev;
+	int max = 0;
 
+	if (!strcmp(tag, "pdata_max")) {
+		max = max_pdata(c);
+		if (max < 0)
+			return -1;
+		fill_pdata(pdata, max, 7);
+		req.pdata = pdata;
+		req.pdata_len = max;
+	}
 	if (create_ep(c, p2p_attr) || post_recvs(c))
 		return -1;
 	/* the server may still be setting up */
 	if (connect_retry(&c->cs, &c->ep, &req, &ev))
+		return -1;
+	cd = &ev.event_data.connect_event_data;
+	if (max && check_pdata("reply", cd->private_data, cd->private_data_size, max, 13))
 		return -1;
 	if (wait_dto(c, DAT_DTO_RECEIVE, 0, "passive-first"))
 		return -1;
@@ -364,47 +535,66 @@ static int connect_one(struct conn *c, const char *server, const char *p2p_attr,
 	CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_GRACEFUL_FLAG));
 	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))
 		return -1;
-	CHECK_DAT(dat_ep_free(c->ep));
-	c->ep = NULL;
-	return 0;
+	return free_ep(c, tag);
 }
 
 int main(int argc, char **argv)
 {
-	const char *ia;
+	const char *ia, *only_first = NULL;
 	struct conn c;
 	bool server;
+	int nopt;
 
 	if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc < 3))) {
-		fprintf(stderr, "usage: %s server [IA] | client SERVER_IP [IA]\n", argv[0]);
+		fprintf(stderr, "usage: %s server [IA [first:on|off]] | "
+			"client SERVER_IP [IA [first:on|off]]\n", argv[0]);
 		return 2;
 	}
 	server = !strcmp(argv[1], "server");
-	ia = argc > (server ? 2 : 3) ? argv[server ? 2 : 3] : "ofx-rxe-p2p";
+	nopt = server ? 2 : 3;
+	ia = argc > nopt ? argv[nopt] : "ofx-p2p";
+	if (argc > nopt + 1) {
+		only_first = argv[nopt + 1];
+		if (strcmp(only_first, "first:on") && strcmp(only_first, "first:off")) {
+			fprintf(stderr, "%s: unknown option %s\n", argv[0], only_first);
+			return 2;
+		}
+		only_first += strlen("first:");
+	}
 	for (int i = 0; i < NMSG; i++)
 		snprintf(expected_text[i], MSG_LEN, "active-message-%d", i);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (open_conn(&c, ia))
 		return 1;
-	if (server) {
+	if (only_first) {
+		if (server ? !serve_one(&c, only_first, "p2p_passive_first", SERVE_PLAIN) :
+			     !connect_one(&c, argv[2], NULL, only_first, "p2p_passive_first"))
+			printf("ok p2p_passive_first (%s, p2p %s)\n", argv[1], only_first);
+	} else if (server) {
 		if (!serve_one(&c, "on", "p2p_passive_first", SERVE_PLAIN))
 			printf("ok p2p_passive_first (server)\n");
-		if (!serve_one(&c, "off", "p2p_ep_attr_off", SERVE_PLAIN))
+		if (!skipped("p2p_ep_attr_off") && !serve_one(&c, "off", "p2p_ep_attr_off", SERVE_PLAIN))
 			printf("ok p2p_ep_attr_off (server)\n");
-		if (!serve_one(&c, "on", "cr_handoff", SERVE_HANDOFF))
+		if (!skipped("cr_handoff") && !serve_one(&c, "on", "cr_handoff", SERVE_HANDOFF))
 			printf("ok cr_handoff (server)\n");
-		if (!serve_one(&c, "on", "psp_provider_ep", SERVE_PROVIDER_EP))
+		if (!skipped("psp_provider_ep") && !serve_one(&c, "on", "psp_provider_ep", SERVE_PROVIDER_EP))
 			printf("ok psp_provider_ep (server)\n");
+		if (!skipped("pdata_max") && !serve_one(&c, "on", "pdata_max", SERVE_PDATA_MAX))
+			printf("ok pdata_max (server)\n");
 	} else {
 		if (!connect_one(&c, argv[2], NULL, "on", "p2p_passive_first"))
 			printf("ok p2p_passive_first (client)\n");
-		if (!connect_one(&c, argv[2], "off", "off", "p2p_ep_attr_off"))
+		if (!skipped("p2p_ep_attr_off") &&
+		    !connect_one(&c, argv[2], "off", "off", "p2p_ep_attr_off"))
 			printf("ok p2p_ep_attr_off (client)\n");
-		if (!connect_one(&c, argv[2], NULL, "on", "cr_handoff"))
+		if (!skipped("cr_handoff") && !connect_one(&c, argv[2], NULL, "on", "cr_handoff"))
 			printf("ok cr_handoff (client)\n");
-		if (!connect_one(&c, argv[2], NULL, "on", "psp_provider_ep"))
+		if (!skipped("psp_provider_ep") &&
+		    !connect_one(&c, argv[2], NULL, "on", "psp_provider_ep"))
 			printf("ok psp_provider_ep (client)\n");
+		if (!skipped("pdata_max") && !connect_one(&c, argv[2], NULL, "on", "pdata_max"))
+			printf("ok pdata_max (client)\n");
 	}
 	close_conn(&c);
 	if (failures)

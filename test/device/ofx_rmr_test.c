@@ -30,7 +30,7 @@
  *
  * Usage: ofx_rmr_test server [IA]          (prints "server ready")
  *        ofx_rmr_test client SERVER_IP [IA]
- * IA defaults to ofx-rxe.  Prints "ALL TESTS PASSED" or "FAIL: ...".
+ * IA defaults to ofx.  Prints "ALL TESTS PASSED" or "FAIL: ...".
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -604,7 +604,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	server = !strcmp(argv[1], "server");
-	ia = argc > (server ? 2 : 3) ? argv[server ? 2 : 3] : "ofx-rxe";
+	ia = argc > (server ? 2 : 3) ? argv[server ? 2 : 3] : "ofx";
 	setvbuf(stdout, NULL, _IOLBF, 0);
 
 	if (open_ctx(&c, ia, server))

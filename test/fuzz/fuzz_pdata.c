@@ -12,6 +12,7 @@
 #include "pdata.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +35,13 @@ static uint16_t spec_check(const uint8_t *t, size_t ext)
 }
 
 /* Does the trailer at the end of buf[0..size) say what hdr says? */
+/* pdata.h: only an XRC answer (F_XRC | F_REPLY) carries the SRQ number word */
+static bool xrc_word(uint8_t flags)
+{
+	return (flags & (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY)) ==
+	       (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY);
+}
+
 static void check_spec(const uint8_t *buf, size_t size, const struct ofx_pdata_hdr *hdr)
 {
 	const uint8_t *t = buf + size - 8;
@@ -46,8 +54,8 @@ static void check_spec(const uint8_t *buf, size_t size, const struct ofx_pdata_h
 	if (t[2] >> 4 != OFX_PDATA_VERSION || (t[2] & 0x0f) != hdr->flags ||
 	    (t[3] & 0x03) != hdr->rtr || t[4] != hdr->consumer_len)
 		abort();
-	/* words are assigned in flag order: XRC's SRQ number, then CSP's port */
-	if (hdr->flags & OFX_PDATA_F_XRC) {
+	/* words in flag order: an XRC answer's SRQ number, then CSP's port */
+	if (xrc_word(hdr->flags)) {
 		const uint8_t *w = t - 4 * ext;
 
 		if (!ext || hdr->xrc_srqn != ((uint32_t)w[0] << 24 | (uint32_t)w[1] << 16 |
@@ -55,7 +63,7 @@ static void check_spec(const uint8_t *buf, size_t size, const struct ofx_pdata_h
 			abort();
 	}
 	if (hdr->flags & OFX_PDATA_F_CSP) {
-		size_t i = hdr->flags & OFX_PDATA_F_XRC ? 1 : 0;
+		size_t i = xrc_word(hdr->flags) ? 1 : 0;
 		const uint8_t *w = t - 4 * (ext - i);
 
 		if (ext <= i || hdr->csp_port != (uint16_t)(w[2] << 8 | w[3]))
@@ -102,7 +110,7 @@ static void check_decode(const uint8_t *data, size_t size)
 		if (hdr.version != OFX_PDATA_VERSION || hdr.flags > 0x0f || hdr.rtr > 2 ||
 		    hdr.consumer_len + ofx_pdata_hdr_len(hdr.flags) > size)
 			abort();
-		if (!(hdr.flags & OFX_PDATA_F_XRC) && hdr.xrc_srqn)
+		if (!xrc_word(hdr.flags) && hdr.xrc_srqn)
 			abort();
 		if (!(hdr.flags & OFX_PDATA_F_CSP) && hdr.csp_port)
 			abort();
@@ -174,14 +182,14 @@ static void check_round_trip(const uint8_t *data, size_t size)
 			abort();
 	/* what we send carries no unknown words and a zero reserved byte */
 	if (out[n - 3] != 0 ||
-	    out[n - 5] >> 2 != (in.flags & OFX_PDATA_F_XRC ? 1 : 0) +
+	    out[n - 5] >> 2 != (xrc_word(in.flags) ? 1 : 0) +
 				(in.flags & OFX_PDATA_F_CSP ? 1 : 0))
 		abort();
 	if (ofx_pdata_decode(out, (size_t)n, &back))
 		abort();
 	in.version = OFX_PDATA_VERSION;
 	in.consumer_len = (uint16_t)consumer_len;
-	if (!(in.flags & OFX_PDATA_F_XRC))
+	if (!xrc_word(in.flags))
 		in.xrc_srqn = 0;
 	if (!(in.flags & OFX_PDATA_F_CSP))
 		in.csp_port = 0;

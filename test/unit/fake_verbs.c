@@ -3,8 +3,13 @@
 
 #include "fake_verbs.h"
 
+#include "cm.h"
+#include "config.h"
 #include "dto.h"
+#include "progress.h"
+#include "rmr.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
@@ -27,6 +32,7 @@ static struct ibv_comp_channel *fake_create_comp_channel(struct ibv_context *ctx
 	f->ch.context = ctx;
 	f->ch.fd = fds[0];
 	f->wfd = fds[1];
+	fake_verbs.channels++;
 	return &f->ch;
 }
 
@@ -37,14 +43,21 @@ static int fake_destroy_comp_channel(struct ibv_comp_channel *ch)
 	close(f->ch.fd);
 	close(f->wfd);
 	free(f);
+	fake_verbs.channels--;
 	return 0;
 }
 
 static struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
 				     struct ibv_comp_channel *ch, int vec)
 {
-	struct fake_cq *f = calloc(1, sizeof(*f));
+	struct fake_cq *f;
 
+	/* the model's queue has FAKE_CQ_MAX slots: a deeper CQ fails like a device at its limit */
+	if (cqe + fake_verbs.cq_extra > FAKE_CQ_MAX) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	f = calloc(1, sizeof(*f));
 	if (!f)
 		return NULL;
 	pthread_mutex_init(&f->lock, NULL);
@@ -55,6 +68,7 @@ static struct ibv_cq *fake_create_cq(struct ibv_context *ctx, int cqe, void *cq_
 	f->fch = (struct fake_channel *)ch;
 	if (f->fch)
 		f->fch->cq = f;
+	fake_verbs.cqs++;
 	return &f->cq;
 }
 
@@ -64,6 +78,7 @@ static int fake_destroy_cq(struct ibv_cq *cq)
 
 	if (f->acked != f->events)
 		fake_verbs.unbalanced++;
+	fake_verbs.cqs--;
 	pthread_mutex_destroy(&f->lock);
 	free(f);
 	return 0;
@@ -96,18 +111,18 @@ static int fake_req_notify_cq(struct ibv_cq *cq, int solicited_only)
 	return 0;
 }
 
+/* The channel's pipe carries the address of each CQ that fired: one channel may serve several. */
 static int fake_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
 {
-	struct fake_channel *fch = (struct fake_channel *)ch;
-	char b;
+	struct fake_cq *f;
 
-	if (read(ch->fd, &b, 1) != 1)
+	if (read(ch->fd, &f, sizeof(f)) != sizeof(f))
 		return -1;	/* errno EAGAIN from the non-blocking pipe */
-	pthread_mutex_lock(&fch->cq->lock);
-	fch->cq->events++;
-	pthread_mutex_unlock(&fch->cq->lock);
-	*cq = &fch->cq->cq;
-	*ctx = fch->cq->cq.cq_context;
+	pthread_mutex_lock(&f->lock);
+	f->events++;
+	pthread_mutex_unlock(&f->lock);
+	*cq = &f->cq;
+	*ctx = f->cq.cq_context;
 	return 0;
 }
 
@@ -120,11 +135,16 @@ static void fake_ack_cq_events(struct ibv_cq *cq, unsigned int n)
 	pthread_mutex_unlock(&f->lock);
 }
 
-/* The model CQ can grow up to its array; beyond that it fails like a device. */
+/*
+ * The model CQ can grow up to its array; beyond that it fails like a device.
+ * With fake_verbs.resize_errno set it cannot grow at all (siw: EOPNOTSUPP).
+ */
 static int fake_resize_cq(struct ibv_cq *cq, int cqe)
 {
+	if (fake_verbs.resize_errno)
+		return -fake_verbs.resize_errno;
 	if (cqe > FAKE_CQ_MAX)
-		return ENOMEM;
+		return -ENOMEM;
 	cq->cqe = cqe;
 	return 0;
 }
@@ -261,7 +281,260 @@ static int fake_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	*bad = wr;
-	return qp->srq ? EINVAL : 0;
+	fake_verbs.posts++;
+	if (fake_verbs.post_errno)
+		return -fake_verbs.post_errno;
+	return qp->srq ? -EINVAL : 0;
+}
+
+static int fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
+			      struct ibv_recv_wr **bad)
+{
+	*bad = wr;
+	fake_verbs.posts++;
+	return fake_verbs.post_errno ? -fake_verbs.post_errno : 0;
+}
+
+static int fake_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	return 0;
+}
+
+static int fake_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
+{
+	fake_verbs.posts++;
+	return fake_verbs.post_errno ? -fake_verbs.post_errno : 0;
+}
+
+/* ---- rdma_cm ---------------------------------------------------------------- */
+
+struct fake_cm fake_cm;
+
+int fake_cm_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id, void *ctx,
+			  enum rdma_port_space ps)
+{
+	*id = calloc(1, sizeof(**id));
+	if (!*id) {
+		errno = ENOMEM;
+		return -1;
+	}
+	(*id)->channel = ch;
+	(*id)->context = ctx;
+	(*id)->ps = ps;
+	fake_cm.ids++;
+	fake_cm.last_id = *id;
+	return 0;
+}
+
+int fake_cm_destroy_id(struct rdma_cm_id *id)
+{
+	fake_cm.ids--;
+	free(id);
+	return 0;
+}
+
+
+static int fake_listen(struct rdma_cm_id *id, int backlog)
+{
+	fake_cm.listens++;
+	return 0;
+}
+
+/* A call that fails on demand: errno set, -1 returned, as librdmacm does. */
+static int fake_cm_result(int err)
+{
+	if (!err)
+		return 0;
+	errno = err;
+	return -1;
+}
+
+static int fake_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
+			     int timeout_ms)
+{
+	fake_cm.resolve_addrs++;
+	return fake_cm_result(fake_cm.resolve_addr_errno);
+}
+
+static int fake_resolve_route(struct rdma_cm_id *id, int timeout_ms)
+{
+	fake_cm.resolve_routes++;
+	return fake_cm_result(fake_cm.resolve_route_errno);
+}
+
+static int fake_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
+{
+	return fake_cm_result(fake_cm.bind_errno);
+}
+
+static int fake_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+			   size_t optlen)
+{
+	fake_cm.set_options++;
+	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == 1)
+		fake_cm.tos = *(uint8_t *)optval;
+	return 0;
+}
+
+static void keep_param(const struct rdma_conn_param *param)
+{
+	fake_cm.conn = *param;
+	fake_cm.pdata_len = param->private_data_len;
+	if (param->private_data_len)
+		memcpy(fake_cm.pdata, param->private_data, param->private_data_len);
+	fake_cm.conn.private_data = fake_cm.pdata;
+}
+
+static int fake_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	fake_cm.connects++;
+	keep_param(param);
+	return fake_cm_result(fake_cm.connect_errno);
+}
+
+static int fake_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
+{
+	fake_cm.accepts++;
+	keep_param(param);
+	return fake_cm_result(fake_cm.accept_errno);
+}
+
+static int fake_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+{
+	fake_cm.rejects++;
+	fake_cm.pdata_len = len;
+	if (len)
+		memcpy(fake_cm.pdata, pdata, len);
+	return 0;
+}
+
+static int fake_establish(struct rdma_cm_id *id)
+{
+	fake_cm.establishes++;
+	return 0;
+}
+
+static int fake_disconnect(struct rdma_cm_id *id)
+{
+	fake_cm.disconnects++;
+	return 0;
+}
+
+static int fake_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask)
+{
+	*mask = IBV_QP_STATE;
+	return fake_cm_result(fake_cm.init_qp_attr_errno);
+}
+
+static int fake_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
+{
+	if (!fake_cm.qcount) {
+		errno = EAGAIN;
+		return -1;
+	}
+	*ev = &fake_cm.q[fake_cm.qhead].ev;
+	fake_cm.qhead = (fake_cm.qhead + 1) % FAKE_CM_EVENTS;
+	fake_cm.qcount--;
+	return 0;
+}
+
+static int fake_ack_cm_event(struct rdma_cm_event *ev)
+{
+	return 0;
+}
+
+static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
+{
+	fake_verbs.posts++;
+	if (fake_verbs.post_errno) {
+		*bad = wr;
+		return -fake_verbs.post_errno;
+	}
+	for (; wr; wr = wr->next) {
+		struct fake_send *s = &fake_cm.sends[fake_cm.nsends % FAKE_SENDS];
+
+		*s = (struct fake_send){ .opcode = wr->opcode, .num_sge = wr->num_sge,
+					 .len = wr->num_sge ? wr->sg_list[0].length : 0,
+					 .wr_id = wr->wr_id, .send_flags = wr->send_flags };
+		fake_cm.nsends++;
+	}
+	return 0;
+}
+
+static struct rdma_cm_event *queue_slot(void)
+{
+	struct rdma_cm_event *ev;
+	int i = (fake_cm.qhead + fake_cm.qcount) % FAKE_CM_EVENTS;
+
+	CU_ASSERT_FATAL(fake_cm.qcount < FAKE_CM_EVENTS);
+	fake_cm.qcount++;
+	ev = &fake_cm.q[i].ev;
+	memset(ev, 0, sizeof(*ev));
+	return ev;
+}
+
+static void set_event_pdata(struct rdma_cm_event *ev, const void *pdata, int len)
+{
+	unsigned char *data = container_of(ev, typeof(fake_cm.q[0]), ev)->data;
+
+	CU_ASSERT_FATAL(len >= 0 && len <= 256);
+	if (len)
+		memcpy(data, pdata, len);
+	ev->param.conn.private_data = len ? data : NULL;
+	ev->param.conn.private_data_len = (uint8_t)len;
+}
+
+void fake_cm_queue(struct rdma_cm_id *id, enum rdma_cm_event_type type, int status,
+		   const void *pdata, int len)
+{
+	struct rdma_cm_event *ev = queue_slot();
+
+	ev->id = id;
+	ev->event = type;
+	ev->status = status;
+	set_event_pdata(ev, pdata, len);
+}
+
+struct rdma_cm_id *fake_cm_queue_request(struct rdma_cm_id *listen_id, const void *pdata,
+					 int len, uint8_t initiator_depth,
+					 uint8_t responder_resources)
+{
+	struct rdma_cm_id *id;
+	struct rdma_cm_event *ev;
+
+	/* as librdmacm does, the new id starts with the listener's context */
+	CU_ASSERT_FATAL(fake_cm_create_id(listen_id->channel, &id, listen_id->context,
+					  listen_id->ps) == 0);
+	ev = queue_slot();
+	ev->id = id;
+	ev->listen_id = listen_id;
+	ev->event = RDMA_CM_EVENT_CONNECT_REQUEST;
+	set_event_pdata(ev, pdata, len);
+	ev->param.conn.initiator_depth = initiator_depth;
+	ev->param.conn.responder_resources = responder_resources;
+	return id;
+}
+
+void fake_cm_set_peer(struct rdma_cm_id *id, const struct sockaddr_in *peer)
+{
+	memcpy(&id->route.addr.dst_addr, peer, sizeof(*peer));
+}
+
+void fake_cm_deliver(struct ofx_ia *ia)
+{
+	while (fake_cm.qcount)
+		ofx_cm_process_events(ia);
+}
+
+DAT_EVENT_NUMBER fake_conn_event_wait(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep)
+{
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+
+	if (ofx_evd_wait(evd, 30 * 1000000, 1, &ev, &nmore) != DAT_SUCCESS)
+		return 0;
+	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, ep);
+	return ev.event_number;
 }
 
 void fake_verbs_install(void)
@@ -289,32 +562,66 @@ void fake_verbs_install(void)
 	fake_verbs.ops.destroy_qp = fake_destroy_qp;
 	fake_verbs.ops.modify_qp = fake_modify_qp;
 	fake_verbs.ops.post_recv = fake_post_recv;
+	fake_verbs.ops.post_send = fake_post_send;
+	fake_verbs.ops.post_srq_recv = fake_post_srq_recv;
+	fake_verbs.ops.modify_srq = fake_modify_srq;
+	fake_verbs.ops.bind_mw = fake_bind_mw;
 	fake_verbs.next_qp_num = 0x100;
+	memset(&fake_cm, 0, sizeof(fake_cm));
+	fake_verbs.ops.create_id = fake_cm_create_id;
+	fake_verbs.ops.destroy_id = fake_cm_destroy_id;
+	fake_verbs.ops.bind_addr = fake_bind_addr;
+	fake_verbs.ops.listen = fake_listen;
+	fake_verbs.ops.resolve_addr = fake_resolve_addr;
+	fake_verbs.ops.resolve_route = fake_resolve_route;
+	fake_verbs.ops.set_option = fake_set_option;
+	fake_verbs.ops.connect = fake_connect;
+	fake_verbs.ops.accept = fake_accept;
+	fake_verbs.ops.reject = fake_reject;
+	fake_verbs.ops.establish = fake_establish;
+	fake_verbs.ops.disconnect = fake_disconnect;
+	fake_verbs.ops.init_qp_attr = fake_init_qp_attr;
+	fake_verbs.ops.get_cm_event = fake_get_cm_event;
+	fake_verbs.ops.ack_cm_event = fake_ack_cm_event;
 	ofx_verbs_set(&fake_verbs.ops);
 }
 
-void fake_cq_push(struct ofx_evd *evd, const struct ibv_wc *wc)
+void fake_cq_push_cq(struct ibv_cq *cq, const struct ibv_wc *wc)
 {
-	struct fake_cq *f = (struct fake_cq *)evd->cq;
-	char b = 1;
+	struct fake_cq *f = (struct fake_cq *)cq;
 
 	pthread_mutex_lock(&f->lock);
 	f->q[(f->head + f->count) % FAKE_CQ_MAX] = *wc;
 	f->count++;
 	if (f->armed) {
 		f->armed = false;
-		if (write(f->fch->wfd, &b, 1) != 1)
+		if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
 			atomic_fetch_add(&fake_verbs.write_failures, 1);
 	}
 	pthread_mutex_unlock(&f->lock);
 }
 
+void fake_cq_push(struct ofx_evd *evd, const struct ibv_wc *wc)
+{
+	fake_cq_push_cq(evd->cq, wc);
+}
+
+bool fake_cq_armed(struct ibv_cq *cq)
+{
+	struct fake_cq *f = (struct fake_cq *)cq;
+	bool armed;
+
+	pthread_mutex_lock(&f->lock);
+	armed = f->armed;
+	pthread_mutex_unlock(&f->lock);
+	return armed;
+}
+
 void fake_spurious_channel_event(struct ofx_evd *evd)
 {
 	struct fake_cq *f = (struct fake_cq *)evd->cq;
-	char b = 1;
 
-	if (write(f->fch->wfd, &b, 1) != 1)
+	if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
 		atomic_fetch_add(&fake_verbs.write_failures, 1);
 }
 
@@ -344,6 +651,48 @@ void fake_ia_init(struct ofx_ia *ia)
 	ia->cfg.cq_batch = 16;
 }
 
+const DAT_EP_ATTR fake_rc_ep_attr = {
+	.service_type = DAT_SERVICE_TYPE_RC,
+	.max_message_size = 4096,
+	.max_rdma_size = 4096,
+	.max_recv_dtos = 4,
+	.max_request_dtos = 4,
+	.max_recv_iov = 1,
+	.max_request_iov = 1,
+	.max_rdma_read_in = 4,
+	.max_rdma_read_out = 4,
+};
+
+void fake_cm_ia_init(struct ofx_ia *ia, enum ofx_transport transport)
+{
+	static int dummy_channel;
+	struct sockaddr_in self = { .sin_family = AF_INET };
+
+	fake_ia_init(ia);
+	ofx_config_defaults(&ia->cfg);
+	ia->transport = transport;
+	ia->cm_channel = (struct rdma_event_channel *)&dummy_channel;
+	ia->dev_attr.max_qp_wr = 256;
+	ia->dev_attr.max_sge = 4;
+	ia->dev_attr.max_qp_rd_atom = 4;
+	ia->dev_attr.max_qp_init_rd_atom = 4;
+	ia->port_attr.max_msg_sz = 1u << 30;
+	self.sin_addr.s_addr = htonl(0xc0000201);
+	memcpy(&ia->addr, &self, sizeof(self));
+}
+
+void fake_cm_ia_fini(struct ofx_ia *ia)
+{
+	if (ia->progress) {
+		ofx_progress_stop(ia->progress);
+		ia->progress = NULL;
+	}
+	ofx_verbs_set(NULL);
+	fake_ia_fini(ia);
+	CU_ASSERT_EQUAL(fake_cm.ids, 0);
+	CU_ASSERT_EQUAL(fake_verbs.qps + fake_verbs.cqs + fake_verbs.pds, 0);
+}
+
 void fake_ia_fini(struct ofx_ia *ia)
 {
 	CU_ASSERT_TRUE(ofx_list_empty(&ia->objects));
@@ -357,8 +706,11 @@ struct ofx_ep *fake_ep_new(uint32_t ring_size)
 
 	CU_ASSERT_FATAL(ep != NULL);
 	ep->obj.type = OFX_OBJ_EP;
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, ring_size, ep) == 0);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, ring_size, ep) == 0);
+	ep->transport = &ofx_ep_rc_transport;
+	ep->recv = &ofx_ep_rq_recv;
+	ofx_ep_cookie_owner_init(ep);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, ring_size, &ep->cookie_owner) == 0);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, ring_size, &ep->cookie_owner) == 0);
 	return ep;
 }
 

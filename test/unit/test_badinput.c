@@ -1,14 +1,17 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "fake_verbs.h"
 
 #include "config.h"
 #include "cr.h"
 #include "ep.h"
 #include "evd.h"
 #include "ia.h"
+#include "instance.h"
 #include "log.h"
 #include "provider.h"
 #include "pz.h"
+#include "rmr.h"
 #include "sp.h"
 #include "srq.h"
 #include "status.h"
@@ -24,7 +27,6 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sys/eventfd.h>
 #include <sys/un.h>
 #include <dat2/udat.h>
 #include <dat2/dat_ib_extensions.h>
@@ -59,257 +61,12 @@
 #define HANDLE_ERR(sub) OFX_DAT_ERR(DAT_INVALID_HANDLE, DAT_INVALID_HANDLE_##sub)
 #define NOT_IMPL OFX_DAT_ERR(DAT_NOT_IMPLEMENTED, DAT_NO_SUBTYPE)
 
-/* ---- verbs model ------------------------------------------------------------ */
+/* ---- the device: the shared fake (fake_verbs.h), refusing every post ------ */
 
-static struct ofx_verbs_ops model;
-static int live_verbs;		/* model objects not yet destroyed */
-static int posts;		/* work requests that reached the model */
-static uint32_t next_qp_num = 0x40;
-
-static void *model_new(size_t size)
+/* Calls that would have put work on the device or the wire. */
+static int reached_device(void)
 {
-	void *p = calloc(1, size);
-
-	if (p)
-		live_verbs++;
-	return p;
-}
-
-static int model_free(void *p)
-{
-	live_verbs--;
-	free(p);
-	return 0;
-}
-
-static struct ibv_pd *model_alloc_pd(struct ibv_context *ctx)
-{
-	struct ibv_pd *pd = model_new(sizeof(*pd));
-
-	if (pd)
-		pd->context = ctx;
-	return pd;
-}
-
-static int model_dealloc_pd(struct ibv_pd *pd)
-{
-	return model_free(pd);
-}
-
-static struct ibv_mr *model_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
-{
-	struct ibv_mr *mr = model_new(sizeof(*mr));
-
-	if (!mr)
-		return NULL;
-	mr->pd = pd;
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = 0x1111;
-	mr->rkey = 0x2222;
-	return mr;
-}
-
-static int model_dereg_mr(struct ibv_mr *mr)
-{
-	return model_free(mr);
-}
-
-static struct ibv_mw *model_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	struct ibv_mw *mw = model_new(sizeof(*mw));
-
-	if (!mw)
-		return NULL;
-	mw->pd = pd;
-	mw->type = type;
-	mw->rkey = 0x3300;
-	return mw;
-}
-
-static int model_dealloc_mw(struct ibv_mw *mw)
-{
-	return model_free(mw);
-}
-
-static int model_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	posts++;
-	return EINVAL;
-}
-
-static struct ibv_comp_channel *model_create_comp_channel(struct ibv_context *ctx)
-{
-	struct ibv_comp_channel *ch = model_new(sizeof(*ch));
-
-	if (!ch)
-		return NULL;
-	ch->context = ctx;
-	ch->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	if (ch->fd < 0) {
-		model_free(ch);
-		return NULL;
-	}
-	return ch;
-}
-
-static int model_destroy_comp_channel(struct ibv_comp_channel *ch)
-{
-	close(ch->fd);
-	return model_free(ch);
-}
-
-static struct ibv_cq *model_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-				      struct ibv_comp_channel *ch, int vec)
-{
-	struct ibv_cq *cq = model_new(sizeof(*cq));
-
-	if (!cq)
-		return NULL;
-	cq->context = ctx;
-	cq->cqe = cqe;
-	cq->cq_context = cq_context;
-	cq->channel = ch;
-	return cq;
-}
-
-static int model_resize_cq(struct ibv_cq *cq, int cqe)
-{
-	cq->cqe = cqe;
-	return 0;
-}
-
-static int model_destroy_cq(struct ibv_cq *cq)
-{
-	return model_free(cq);
-}
-
-static int model_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
-{
-	return 0;
-}
-
-static int model_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
-	return 0;
-}
-
-static struct ibv_qp *model_create_qp_ex(struct ibv_context *ctx,
-					 struct ibv_qp_init_attr_ex *attr)
-{
-	struct ibv_qp *qp = model_new(sizeof(*qp));
-
-	if (!qp)
-		return NULL;
-	qp->context = ctx;
-	qp->qp_num = next_qp_num++;
-	qp->qp_context = attr->qp_context;
-	qp->pd = attr->pd;
-	qp->send_cq = attr->send_cq;
-	qp->recv_cq = attr->recv_cq;
-	qp->srq = attr->srq;
-	qp->qp_type = attr->qp_type;
-	qp->state = IBV_QPS_RESET;
-	return qp;
-}
-
-static int model_destroy_qp(struct ibv_qp *qp)
-{
-	return model_free(qp);
-}
-
-static int model_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
-{
-	if (mask & IBV_QP_STATE)
-		qp->state = attr->qp_state;
-	return 0;
-}
-
-static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
-{
-	posts++;
-	*bad = wr;
-	return EINVAL;
-}
-
-static int model_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
-{
-	posts++;
-	*bad = wr;
-	return EINVAL;
-}
-
-static struct ibv_srq *model_create_srq_ex(struct ibv_context *ctx,
-					   struct ibv_srq_init_attr_ex *attr)
-{
-	struct ibv_srq *srq = model_new(sizeof(*srq));
-
-	if (!srq)
-		return NULL;
-	srq->context = ctx;
-	srq->pd = attr->pd;
-	srq->srq_context = attr->srq_context;
-	return srq;
-}
-
-static int model_destroy_srq(struct ibv_srq *srq)
-{
-	return model_free(srq);
-}
-
-static int model_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
-{
-	return 0;
-}
-
-static int model_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
-			       struct ibv_recv_wr **bad)
-{
-	posts++;
-	*bad = wr;
-	return EINVAL;
-}
-
-static int model_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id, void *ctx,
-			   enum rdma_port_space ps)
-{
-	*id = model_new(sizeof(**id));
-	if (!*id) {
-		errno = ENOMEM;
-		return -1;
-	}
-	(*id)->channel = ch;
-	(*id)->context = ctx;
-	(*id)->ps = ps;
-	return 0;
-}
-
-static int model_destroy_id(struct rdma_cm_id *id)
-{
-	return model_free(id);
-}
-
-static int model_ok_addr(struct rdma_cm_id *id, struct sockaddr *addr)
-{
-	return 0;
-}
-
-static int model_listen(struct rdma_cm_id *id, int backlog)
-{
-	return 0;
-}
-
-static int model_refuse_param(struct rdma_cm_id *id, struct rdma_conn_param *param)
-{
-	posts++;
-	errno = EINVAL;
-	return -1;
-}
-
-static int model_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
-{
-	posts++;
-	return 0;
+	return fake_verbs.posts + fake_cm.connects + fake_cm.accepts + fake_cm.rejects;
 }
 
 /* ---- the fixture ------------------------------------------------------------ */
@@ -419,39 +176,11 @@ static void add_live(const char *name, DAT_HANDLE h)
 
 static void model_install(void)
 {
-	model = ofx_verbs_real;
-	model.alloc_pd = model_alloc_pd;
-	model.dealloc_pd = model_dealloc_pd;
-	model.reg_mr = model_reg_mr;
-	model.dereg_mr = model_dereg_mr;
-	model.alloc_mw = model_alloc_mw;
-	model.dealloc_mw = model_dealloc_mw;
-	model.bind_mw = model_bind_mw;
-	model.create_comp_channel = model_create_comp_channel;
-	model.destroy_comp_channel = model_destroy_comp_channel;
-	model.create_cq = model_create_cq;
-	model.destroy_cq = model_destroy_cq;
-	model.resize_cq = model_resize_cq;
-	model.poll_cq = model_poll_cq;
-	model.req_notify_cq = model_req_notify_cq;
-	model.create_qp_ex = model_create_qp_ex;
-	model.destroy_qp = model_destroy_qp;
-	model.modify_qp = model_modify_qp;
-	model.post_send = model_post_send;
-	model.post_recv = model_post_recv;
-	model.create_srq_ex = model_create_srq_ex;
-	model.destroy_srq = model_destroy_srq;
-	model.modify_srq = model_modify_srq;
-	model.post_srq_recv = model_post_srq_recv;
-	model.create_id = model_create_id;
-	model.destroy_id = model_destroy_id;
-	model.bind_addr = model_ok_addr;
-	model.listen = model_listen;
-	model.connect = model_refuse_param;
-	model.accept = model_refuse_param;
-	model.reject = model_reject;
-	ofx_verbs_set(&model);
-	live_verbs = posts = 0;
+	fake_verbs_install();
+	/* a bad argument must never get this far: anything that does fails */
+	fake_verbs.post_errno = EINVAL;
+	fake_cm.connect_errno = EINVAL;
+	fake_cm.accept_errno = EINVAL;
 }
 
 static void ia_init(void)
@@ -543,7 +272,7 @@ static void fixture_up(void)
 	freed_init();
 
 	f.region.for_va = f.buf;
-	f.iov = (DAT_LMR_TRIPLET){ .lmr_context = 0x1111,
+	f.iov = (DAT_LMR_TRIPLET){ .lmr_context = 0,	/* the LMR's, once it exists */
 				   .virtual_address = (uintptr_t)f.buf, .segment_length = 64 };
 	f.rmr_iov = (DAT_RMR_TRIPLET){ .rmr_context = 0x2222, .virtual_address = 0x10000,
 				       .segment_length = 64 };
@@ -562,7 +291,8 @@ static void fixture_up(void)
 	CU_ASSERT_EQUAL_FATAL(P->lmr_create_func(&f.ia, DAT_MEM_TYPE_VIRTUAL, f.region,
 						 sizeof(f.buf), f.pz,
 						 DAT_MEM_PRIV_LOCAL_WRITE_FLAG, DAT_VA_TYPE_VA,
-						 &f.lmr, NULL, NULL, NULL, NULL), DAT_SUCCESS);
+						 &f.lmr, &f.iov.lmr_context, NULL, NULL, NULL),
+			      DAT_SUCCESS);
 	add_live("lmr", f.lmr);
 	CU_ASSERT_EQUAL_FATAL(P->rmr_create_func(f.pz, &f.rmr), DAT_SUCCESS);
 	add_live("rmr", f.rmr);
@@ -604,7 +334,7 @@ static void fixture_up(void)
 	/* a request as the progress thread would have queued it, minus the cm_id */
 	f.cr = calloc(1, sizeof(*f.cr));
 	CU_ASSERT_PTR_NOT_NULL_FATAL(f.cr);
-	f.cr->sp = f.psp;
+	f.cr->queue = &ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->crq;
 	ofx_list_init(&f.cr->sp_link);
 	ofx_obj_init(&f.cr->obj, OFX_OBJ_CR, &f.ia);
 	add_live("cr", f.cr);
@@ -629,7 +359,9 @@ static void fixture_down(void)
 	CU_ASSERT_EQUAL(P->pz_free_func(f.pz), DAT_SUCCESS);
 	CU_ASSERT_TRUE(ofx_list_empty(&f.ia.objects));
 	CU_ASSERT_TRUE(ofx_list_empty(&f.ia.zombies));
-	CU_ASSERT_EQUAL(live_verbs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.pds + fake_verbs.mrs + fake_verbs.mws + fake_verbs.qps +
+			fake_verbs.srqs + fake_verbs.cqs + fake_verbs.channels, 0);
+	CU_ASSERT_EQUAL(fake_cm.ids, 0);
 	for (int t = 0; t < OFX_OBJ_TYPE_COUNT; t++)
 		free(f.freed[t]);
 	ofx_obj_fini(&f.ia.obj);
@@ -1424,7 +1156,7 @@ static void test_wrong_freed_and_null_handles_are_refused(void)
 		}
 	}
 	/* nothing reached the device, and every object is still alive */
-	CU_ASSERT_EQUAL(posts, 0);
+	CU_ASSERT_EQUAL(reached_device(), 0);
 	for (int j = 0; j < f.nlive; j++) {
 		struct ofx_obj *obj = f.live[j].h;
 
@@ -1444,7 +1176,7 @@ static void test_bad_arguments_are_refused(void)
 
 		check(c->slot, c->id, "valid handles", c->call(), c->expect);
 	}
-	CU_ASSERT_EQUAL(posts, 0);
+	CU_ASSERT_EQUAL(reached_device(), 0);
 	for (int j = 0; j < f.nlive; j++) {
 		struct ofx_obj *obj = f.live[j].h;
 
@@ -1516,13 +1248,13 @@ static struct ofx_cr *queued_cr(DAT_PSP_HANDLE psp_h, const char *pdata)
 	struct ofx_cr *cr = calloc(1, sizeof(*cr));
 
 	CU_ASSERT_PTR_NOT_NULL_FATAL(cr);
-	CU_ASSERT_EQUAL_FATAL(model_create_id(NULL, &cr->cm_id, &sp->obj, RDMA_PS_TCP), 0);
-	cr->sp = sp;
+	CU_ASSERT_EQUAL_FATAL(fake_cm_create_id(NULL, &cr->cm_id, &sp->obj, RDMA_PS_TCP), 0);
+	cr->queue = &sp->crq;
 	cr->pdata_len = (DAT_COUNT)strlen(pdata);
 	memcpy(cr->pdata, pdata, cr->pdata_len);
 	ofx_obj_init(&cr->obj, OFX_OBJ_CR, &f.ia);
 	pthread_mutex_lock(&sp->lock);
-	ofx_list_add_tail(&sp->crs, &cr->sp_link);
+	ofx_list_add_tail(&sp->crq.crs, &cr->sp_link);
 	pthread_mutex_unlock(&sp->lock);
 	return cr;
 }
@@ -1565,9 +1297,9 @@ static void test_cr_handoff_moves_the_request_to_the_other_psp(void)
 	m = ofx_cr_from_handle(moved);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(m);
 	CU_ASSERT_PTR_EQUAL(m->cm_id, id);
-	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->obj);
-	CU_ASSERT_PTR_EQUAL(m->sp, ofx_sp_lookup(psp2, OFX_OBJ_PSP));
-	CU_ASSERT_TRUE(ofx_list_empty(&ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->crs));
+	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->cm_handler);
+	CU_ASSERT_PTR_EQUAL(m->queue, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->crq);
+	CU_ASSERT_TRUE(ofx_list_empty(&ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->crq.crs));
 	CU_ASSERT_EQUAL(P->cr_query_func(moved, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(param.private_data_size, 5);
 	CU_ASSERT_EQUAL(memcmp(param.private_data, "hello", 5), 0);
@@ -1576,13 +1308,73 @@ static void test_cr_handoff_moves_the_request_to_the_other_psp(void)
 	/* no PSP on the qualifier (4792 is an RSP): refused, the CR stays put */
 	CU_ASSERT_EQUAL(P->cr_handoff_func(moved, 4792), OFX_INVALID_ARG(2));
 	CU_ASSERT_EQUAL(P->cr_handoff_func(moved, 4793), OFX_INVALID_ARG(2));
-	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->obj);
+	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(psp2, OFX_OBJ_PSP)->cm_handler);
 
 	/* and back to 4791, then rejected: the id goes with the last CR */
 	CU_ASSERT_EQUAL(P->cr_handoff_func(moved, 4791), DAT_SUCCESS);
 	back = expect_cr_event(f.cr_evd, f.psp, 4791);
-	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->obj);
+	CU_ASSERT_PTR_EQUAL(id->context, &ofx_sp_lookup(f.psp, OFX_OBJ_PSP)->cm_handler);
 	CU_ASSERT_EQUAL(P->cr_reject_func(back, 0, NULL), DAT_SUCCESS);
+
+	CU_ASSERT_EQUAL(P->psp_free_func(psp2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(P->evd_free_func(evd2), DAT_SUCCESS);
+	fixture_down();
+}
+
+/*
+ * The CR reaches its SP only through the queue the SP lent it (cr.h): a
+ * handed-off request is found by the progress thread on the new PSP's queue
+ * alone, reject takes it off that queue, and a freed PSP is no handoff
+ * target and orphans what it still held.
+ */
+static void test_cr_follows_the_queue_of_its_sp(void)
+{
+	DAT_EVD_HANDLE evd2;
+	DAT_PSP_HANDLE psp2, psp3;
+	DAT_CR_HANDLE moved;
+	struct ofx_sp *sp1, *sp2;
+	struct ofx_cr *cr, *orphan;
+	struct rdma_cm_event ev = { .event = RDMA_CM_EVENT_REJECTED };
+
+	fixture_up();
+	CU_ASSERT_EQUAL_FATAL(P->evd_create_func(&f.ia, 4, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG,
+						 &evd2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(P->psp_create_func(&f.ia, 4793, evd2, DAT_PSP_CONSUMER_FLAG,
+						 &psp2), DAT_SUCCESS);
+	sp1 = ofx_sp_lookup(f.psp, OFX_OBJ_PSP);
+	sp2 = ofx_sp_lookup(psp2, OFX_OBJ_PSP);
+	CU_ASSERT_PTR_EQUAL(sp2->crq.lock, &sp2->lock);
+	CU_ASSERT_TRUE(sp2->crq.listening);
+
+	cr = queued_cr(f.psp, "x");
+	CU_ASSERT_EQUAL(P->cr_handoff_func(cr, 4793), DAT_SUCCESS);
+	moved = expect_cr_event(evd2, psp2, 4793);
+	CU_ASSERT_PTR_EQUAL(ofx_cr_from_handle(moved)->queue, &sp2->crq);
+	/* the peer gives up: only the new PSP's queue holds the request */
+	ev.id = ofx_cr_from_handle(moved)->cm_id;
+	CU_ASSERT_FALSE(ofx_sp_cr_event(sp1, &ev));
+	CU_ASSERT_TRUE(ofx_sp_cr_event(sp2, &ev));
+	CU_ASSERT_TRUE(ofx_cr_from_handle(moved)->dead);
+	/* reject takes it off that queue: the progress thread finds it no more */
+	CU_ASSERT_EQUAL(P->cr_reject_func(moved, 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_TRUE(ofx_list_empty(&sp2->crq.crs));
+	CU_ASSERT_FALSE(ofx_sp_cr_event(sp2, &ev));
+
+	/* a freed PSP is no target; the request it held is orphaned, not lost */
+	CU_ASSERT_EQUAL_FATAL(P->psp_create_func(&f.ia, 4794, evd2, DAT_PSP_CONSUMER_FLAG,
+						 &psp3), DAT_SUCCESS);
+	orphan = queued_cr(psp3, "y");
+	CU_ASSERT_EQUAL(P->psp_free_func(psp3), DAT_SUCCESS);
+	CU_ASSERT_PTR_NULL(orphan->queue);
+	CU_ASSERT_EQUAL(P->cr_handoff_func(orphan, 4791),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY));
+	cr = queued_cr(f.psp, "z");
+	CU_ASSERT_EQUAL(P->cr_handoff_func(cr, 4794), OFX_INVALID_ARG(2));
+	CU_ASSERT_PTR_EQUAL(cr->queue, &sp1->crq);
+	CU_ASSERT_FALSE(ofx_list_empty(&sp1->crq.crs));
+	CU_ASSERT_EQUAL(P->cr_reject_func(cr, 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(P->cr_reject_func(orphan, 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_TRUE(ofx_list_empty(&sp1->crq.crs));
 
 	CU_ASSERT_EQUAL(P->psp_free_func(psp2), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(P->evd_free_func(evd2), DAT_SUCCESS);
@@ -1607,7 +1399,7 @@ static void arrive_request(DAT_PSP_HANDLE psp_h, const char *pdata)
 	struct ofx_sp *sp = ofx_sp_lookup(psp_h, OFX_OBJ_PSP);
 	struct rdma_cm_event ev = { .event = RDMA_CM_EVENT_CONNECT_REQUEST };
 
-	CU_ASSERT_EQUAL_FATAL(model_create_id(NULL, &ev.id, &sp->obj, RDMA_PS_TCP), 0);
+	CU_ASSERT_EQUAL_FATAL(fake_cm_create_id(NULL, &ev.id, &sp->obj, RDMA_PS_TCP), 0);
 	ev.param.conn.private_data = pdata;
 	ev.param.conn.private_data_len = (uint8_t)strlen(pdata);
 	/* NULL: the request was kept (a CR), the id is not to be destroyed */
@@ -1835,7 +1627,7 @@ static void test_ep_watermarks_raise_their_events(void)
 	post_empty_recvs(1);
 	CU_ASSERT_EQUAL(next_event(f.conn_evd).event_number, 0);
 	CU_ASSERT_TRUE(atomic_load(&ep->wm_armed));
-	ep->state = OFX_EP_CONNECTED;	/* as if connected (no cm_id to disconnect) */
+	test_ep_force_state(ep, OFX_EP_CONNECTED);	/* as if connected (no cm_id to disconnect) */
 	post_empty_recvs(1);
 	ev = next_event(f.conn_evd);
 	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_BROKEN);
@@ -2016,6 +1808,8 @@ CU_TestInfo ofx_test_badinput[] = {
 	  test_malformed_ia_params_fail_with_one_log_line },
 	{ "cr_handoff moves a request to the other psp and refuses a missing one",
 	  test_cr_handoff_moves_the_request_to_the_other_psp },
+	{ "a cr follows the queue of its sp through handoff, reject and psp_free",
+	  test_cr_follows_the_queue_of_its_sp },
 	{ "psp provider flag hands out a tentative ep, freed on reject",
 	  test_psp_provider_flag_hands_out_a_tentative_ep },
 	{ "ep without pz gets its qp later, ep_modify rebuilds it",

@@ -10,6 +10,7 @@
 #include <CUnit/CUnit.h>
 #include "unit.h"
 #include "cm.h"
+#include "ep_cm.h"
 #include "csp.h"
 #include "ep.h"
 #include "ia.h"

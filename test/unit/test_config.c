@@ -2,6 +2,7 @@
 #include "unit.h"
 
 #include "config.h"
+#include "env.h"
 #include "log.h"
 
 #include <errno.h>
@@ -347,11 +348,11 @@ static void test_failed_resolve_ignores_environment_too(void)
 static void test_env_wrapper_treats_empty_as_unset(void)
 {
 	unsetenv("DAPL_OFX_TEST_ONLY");
-	CU_ASSERT_PTR_NULL(ofx_config_env("DAPL_OFX_TEST_ONLY"));
+	CU_ASSERT_PTR_NULL(ofx_env_get("DAPL_OFX_TEST_ONLY"));
 	setenv("DAPL_OFX_TEST_ONLY", "", 1);
-	CU_ASSERT_PTR_NULL(ofx_config_env("DAPL_OFX_TEST_ONLY"));
+	CU_ASSERT_PTR_NULL(ofx_env_get("DAPL_OFX_TEST_ONLY"));
 	setenv("DAPL_OFX_TEST_ONLY", "x", 1);
-	CU_ASSERT_STRING_EQUAL(ofx_config_env("DAPL_OFX_TEST_ONLY"), "x");
+	CU_ASSERT_STRING_EQUAL(ofx_env_get("DAPL_OFX_TEST_ONLY"), "x");
 	unsetenv("DAPL_OFX_TEST_ONLY");
 }
 

@@ -388,6 +388,90 @@ static void test_remove_by_name_and_by_device(void)
 	free(out);
 }
 
+static void test_record_lines_mark_an_added_newline(void)
+{
+	char *out;
+
+	CU_ASSERT_EQUAL(ofx_datconf_record_lines("a\n", IB0_LINE "\n", &out), 0);
+	CU_ASSERT_STRING_EQUAL(out, IB0_LINE "\n");
+	free(out);
+	CU_ASSERT_EQUAL(ofx_datconf_record_lines("", IB0_LINE "\n", &out), 0);
+	CU_ASSERT_STRING_EQUAL(out, IB0_LINE "\n");
+	free(out);
+	/* the stock Debian dat.conf ends without a newline */
+	CU_ASSERT_EQUAL(ofx_datconf_record_lines("# x\n" STOCK_IB0, IB0_LINE "\n", &out), 0);
+	CU_ASSERT_STRING_EQUAL(out, OFX_DATCONF_EOF_MARK STOCK_IB0 "\n" IB0_LINE "\n");
+	free(out);
+}
+
+static void test_record_merge_appends_new_lines_once(void)
+{
+	char *out;
+
+	CU_ASSERT_EQUAL(ofx_datconf_record_merge("", IB0_LINE "\n", &out), 0);
+	CU_ASSERT_STRING_EQUAL(out, IB0_LINE "\n");
+	free(out);
+	CU_ASSERT_EQUAL(ofx_datconf_record_merge(IB0_LINE "\n", IB0_P2P_LINE "\n" IB0_LINE "\n",
+						 &out), 0);
+	CU_ASSERT_STRING_EQUAL(out, IB0_LINE "\n" IB0_P2P_LINE "\n");
+	free(out);
+	/* a record without a final newline gets one before the next line */
+	CU_ASSERT_EQUAL(ofx_datconf_record_merge(IB0_LINE, IB0_P2P_LINE "\n", &out), 0);
+	CU_ASSERT_STRING_EQUAL(out, IB0_LINE "\n" IB0_P2P_LINE "\n");
+	free(out);
+}
+
+static void test_remove_lines_takes_back_exactly_the_recorded_lines(void)
+{
+	const char *edited = "ofx-v2-ib1" FIXED "libdaplofx.so.2 dapl.2.0 \"ib1 0 tos=5\" \"\"";
+	const char *record = IB0_LINE "\n" IB0_P2P_LINE "\n"
+			     "ofx-v2-ib1" FIXED "libdaplofx.so.2 dapl.2.0 \"ib1 0\" \"\"\n"
+			     STOCK_IB0 "\n";
+	struct ofx_datconf_change c;
+	char *text, *out;
+
+	/* ours as recorded go; an edited one, a stock one (even if recorded) and comments stay */
+	if (asprintf(&text, "%s%s\n%s\n%s\n%s\n", sample, IB0_LINE, edited, IB0_P2P_LINE,
+		     "# end") < 0)
+		abort();
+	CU_ASSERT_EQUAL(ofx_datconf_remove_lines(text, record, &out, &c), 0);
+	CU_ASSERT_EQUAL(c.removed, 2);
+	CU_ASSERT_EQUAL(ofx_datconf_find(out, "ofx-v2-ib0"), 0);
+	CU_ASSERT_NOT_EQUAL(ofx_datconf_find(out, "ofx-v2-ib1"), 0);
+	CU_ASSERT_NOT_EQUAL(ofx_datconf_find(out, "ofa-v2-ib0"), 0);
+	free(out);
+	free(text);
+
+	/* nothing recorded is there: the text comes back as it was */
+	CU_ASSERT_EQUAL(ofx_datconf_remove_lines(sample, record, &out, &c), 0);
+	CU_ASSERT_EQUAL(c.removed, 0);
+	CU_ASSERT_STRING_EQUAL(out, sample);
+	free(out);
+}
+
+static void test_remove_lines_undo_the_added_newline(void)
+{
+	const char *before = "# x\n" STOCK_IB0;
+	struct ofx_datconf_change c;
+	char *added, *record, *out;
+
+	CU_ASSERT_EQUAL(ofx_datconf_add(before, IB0_LINE, &added, &c, NULL, 0), 0);
+	CU_ASSERT_STRING_EQUAL(added, "# x\n" STOCK_IB0 "\n" IB0_LINE "\n");
+	CU_ASSERT_EQUAL(ofx_datconf_record_lines(before, IB0_LINE "\n", &record), 0);
+	CU_ASSERT_EQUAL(ofx_datconf_remove_lines(added, record, &out, &c), 0);
+	CU_ASSERT_STRING_EQUAL(out, before);
+	free(out);
+
+	/* a line appended since by someone else: the newline before it stays */
+	free(added);
+	added = strdup("# x\n" STOCK_IB0 "\n" IB0_LINE "\n# later\n");
+	CU_ASSERT_EQUAL(ofx_datconf_remove_lines(added, record, &out, &c), 0);
+	CU_ASSERT_STRING_EQUAL(out, "# x\n" STOCK_IB0 "\n# later\n");
+	free(out);
+	free(added);
+	free(record);
+}
+
 static void test_is_ours(void)
 {
 	const char *l = STOCK_IB0;
@@ -572,6 +656,11 @@ CU_TestInfo ofx_test_datconf[] = {
 	{ "add refuses non-entries and foreign names",
 	  test_add_refuses_non_entries_and_foreign_names },
 	{ "remove by name and by device", test_remove_by_name_and_by_device },
+	{ "record lines mark an added newline", test_record_lines_mark_an_added_newline },
+	{ "record merge appends new lines once", test_record_merge_appends_new_lines_once },
+	{ "remove_lines takes back exactly the recorded lines",
+	  test_remove_lines_takes_back_exactly_the_recorded_lines },
+	{ "remove_lines undoes the added newline", test_remove_lines_undo_the_added_newline },
 	{ "is_ours by name prefix or library", test_is_ours },
 	{ "diff is unified", test_diff_is_unified },
 	{ "write is atomic and keeps the mode", test_write_is_atomic_and_keeps_the_mode },

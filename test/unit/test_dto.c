@@ -26,9 +26,11 @@ static struct ofx_ep *ep_new(void)
 
 	CU_ASSERT_FATAL(ep != NULL);
 	ep->obj.type = OFX_OBJ_EP;
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, RING_SIZE, ep) == 0);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, RING_SIZE, ep) == 0);
-	ep->rtr_cookie.ep = ep;
+	ep->transport = &ofx_ep_rc_transport;
+	ep->recv = &ofx_ep_rq_recv;
+	ofx_ep_cookie_owner_init(ep);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, RING_SIZE, &ep->cookie_owner) == 0);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, RING_SIZE, &ep->cookie_owner) == 0);
 	return ep;
 }
 
@@ -47,7 +49,6 @@ static struct ofx_cookie *post(struct ofx_ep *ep, enum ofx_cookie_op op, uint64_
 	struct ofx_cookie *c = ofx_cookie_ring_reserve(ring);
 
 	CU_ASSERT_FATAL(c != NULL);
-	c->ep = ep;
 	c->user.as_64 = user;
 	c->len = len;
 	c->op = op;
@@ -208,15 +209,26 @@ static void test_empty_ring_never_reserves(void)
 	ofx_cookie_ring_fini(&ring);
 }
 
-static void test_init_gives_every_slot_its_ep(void)
+static void test_init_gives_every_slot_its_ring_and_the_ring_its_owner(void)
 {
 	struct ofx_ep *ep = ep_new();
 	int i;
 
 	for (i = 0; i < RING_SIZE; i++) {
-		CU_ASSERT_PTR_EQUAL(ep->send_ring.slots[i].ep, ep);
-		CU_ASSERT_PTR_EQUAL(ep->recv_ring.slots[i].ep, ep);
+		CU_ASSERT_PTR_EQUAL(ep->send_ring.slots[i].ring, &ep->send_ring);
+		CU_ASSERT_PTR_EQUAL(ep->recv_ring.slots[i].ring, &ep->recv_ring);
 	}
+	CU_ASSERT_PTR_EQUAL(ep->send_ring.owner, &ep->cookie_owner);
+	CU_ASSERT_PTR_EQUAL(ep->recv_ring.owner, &ep->cookie_owner);
+	CU_ASSERT_PTR_EQUAL(ep->cookie_owner.obj, &ep->obj);
+	CU_ASSERT_PTR_EQUAL(ep->cookie_owner.dying, &ep->dying);
+	CU_ASSERT_PTR_EQUAL(ep->send_ring.obj, &ep->obj);
+	CU_ASSERT_PTR_EQUAL(ep->recv_ring.obj, &ep->obj);
+	/* the rings' copies of the dying flag follow the EP's */
+	ofx_ep_set_dying(ep, true);
+	CU_ASSERT_TRUE(atomic_load(&ep->send_ring.dying) && atomic_load(&ep->recv_ring.dying));
+	ofx_ep_set_dying(ep, false);
+	CU_ASSERT_FALSE(atomic_load(&ep->send_ring.dying) || atomic_load(&ep->recv_ring.dying));
 	ep_delete(ep);
 }
 
@@ -225,7 +237,7 @@ static void test_send_reports_posted_length(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_SEND, 0x1234, 256, 0);
 	struct ibv_wc wc = wc_for(c, IBV_WC_SUCCESS, IBV_WC_SEND, 9999);
-	struct ofx_ep *notify = (struct ofx_ep *)1;
+	struct ofx_cookie_owner *notify = (struct ofx_cookie_owner *)1;
 	DAT_EVENT ev;
 
 	memset(&ev, 0xa5, sizeof(ev));
@@ -246,7 +258,7 @@ static void test_recv_reports_byte_len_and_retires_recv_ring(void)
 {
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *r;
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 
@@ -269,7 +281,7 @@ static void test_rdma_write_posted_and_read_byte_len(void)
 	struct ofx_cookie *w = post(ep, OFX_OP_RDMA_WRITE, 5, 4096, 0);
 	struct ofx_cookie *r = post(ep, OFX_OP_RDMA_READ, 6, 8192, 0);
 	struct ibv_wc wc;
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 
 	wc = wc_for(w, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0);
@@ -300,7 +312,7 @@ static void test_error_statuses_map_and_flag_the_ep(void)
 		{ IBV_WC_RETRY_EXC_ERR, DAT_DTO_ERR_TRANSPORT },
 	};
 	struct ofx_ep *ep = ep_new();
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ofx_cookie *c;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
@@ -314,7 +326,7 @@ static void test_error_statuses_map_and_flag_the_ep(void)
 		CU_ASSERT_EQUAL(dto_of(&ev)->status, map[i].dat);
 		CU_ASSERT_EQUAL(dto_of(&ev)->user_cookie.as_64, i);
 		CU_ASSERT_EQUAL(dto_of(&ev)->operation, DAT_DTO_SEND);
-		CU_ASSERT_PTR_EQUAL(notify, ep);
+		CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
 	}
 	ep_delete(ep);
 }
@@ -324,7 +336,7 @@ static void test_flush_reports_but_does_not_flag_the_ep(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_RECV, 9, 4096, 0);
 	struct ibv_wc wc = wc_for(c, IBV_WC_WR_FLUSH_ERR, IBV_WC_RECV_RDMA_WITH_IMM, 77);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 
 	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
@@ -341,7 +353,7 @@ static void test_flush_reports_but_does_not_flag_the_ep(void)
 static void test_suppressed_success_is_silent_but_error_is_reported(void)
 {
 	struct ofx_ep *ep = ep_new();
-	struct ofx_ep *notify = (struct ofx_ep *)1;
+	struct ofx_cookie_owner *notify = (struct ofx_cookie_owner *)1;
 	struct ofx_cookie *b, *c;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
@@ -359,7 +371,7 @@ static void test_suppressed_success_is_silent_but_error_is_reported(void)
 	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
 	CU_ASSERT_EQUAL(dto_of(&ev)->status, DAT_DTO_ERR_REMOTE_ACCESS);
 	CU_ASSERT_EQUAL(dto_of(&ev)->user_cookie.as_64, 3);
-	CU_ASSERT_PTR_EQUAL(notify, ep);
+	CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 
 	c = post(ep, OFX_OP_SEND, 4, 32, OFX_COOKIE_F_SUPPRESS);
@@ -374,7 +386,7 @@ static void test_internal_cookie_never_reported(void)
 {
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_SEND, 1, 8, OFX_COOKIE_F_INTERNAL);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 
@@ -386,7 +398,7 @@ static void test_internal_cookie_never_reported(void)
 	c = post(ep, OFX_OP_SEND, 2, 8, OFX_COOKIE_F_INTERNAL);
 	wc = wc_for(c, IBV_WC_RETRY_EXC_ERR, IBV_WC_SEND, 0);
 	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
-	CU_ASSERT_PTR_EQUAL(notify, ep);
+	CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 
 	c = post(ep, OFX_OP_SEND, 3, 8, OFX_COOKIE_F_INTERNAL);
@@ -398,11 +410,11 @@ static void test_internal_cookie_never_reported(void)
 
 static void test_rtr_completions_flag_the_ep_and_touch_no_ring(void)
 {
-	static const enum ofx_cookie_op ops[] = {
-		OFX_OP_RTR_SEND, OFX_OP_RTR_RECV, OFX_OP_RTR_WRITE, OFX_OP_RTR_READ,
+	static const enum ofx_ep_cookie_op ops[] = {
+		OFX_EP_OP_RTR_SEND, OFX_EP_OP_RTR_RECV, OFX_EP_OP_RTR_WRITE, OFX_EP_OP_RTR_READ,
 	};
 	struct ofx_ep *ep = ep_new();
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 	size_t i;
@@ -410,22 +422,21 @@ static void test_rtr_completions_flag_the_ep_and_touch_no_ring(void)
 	post(ep, OFX_OP_SEND, 1, 8, 0);
 	post(ep, OFX_OP_RECV, 2, 8, 0);
 	for (i = 0; i < OFX_ARRAY_SIZE(ops); i++) {
-		ep->rtr_cookie.op = ops[i];
-		ep->rtr_cookie.flags = OFX_COOKIE_F_INTERNAL;
+		ofx_ep_own_cookie(ep, &ep->rtr_cookie, ops[i]);
 		/* the RTR cookie's seq must not be taken for a ring position */
 		ep->rtr_cookie.seq = 100;
 		wc = wc_for(&ep->rtr_cookie, IBV_WC_SUCCESS, IBV_WC_RECV, 4);
 		notify = NULL;
 		CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
-		CU_ASSERT_PTR_EQUAL(notify, ep);
+		CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
 
 		wc.status = IBV_WC_WR_FLUSH_ERR;
 		notify = NULL;
 		CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
-		CU_ASSERT_PTR_EQUAL(notify, ep);
+		CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
 	}
 	/* even without the internal flag an RTR is never a consumer event */
-	ep->rtr_cookie.flags = 0;
+	ep->rtr_cookie.flags = OFX_COOKIE_F_OWNER;
 	wc = wc_for(&ep->rtr_cookie, IBV_WC_SUCCESS, IBV_WC_RECV, 4);
 	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 1);
@@ -437,7 +448,7 @@ static void test_selective_signal_retires_unsignaled_slots(void)
 {
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *last = NULL;
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 	int i;
@@ -463,7 +474,7 @@ static void test_write_immediate_sender_event(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_WRITE_IMM, 0x9999, 256, 0);
 	struct ibv_wc wc = wc_for(c, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 
 	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
@@ -483,7 +494,7 @@ static void test_write_immediate_receiver_event(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_RECV, 4, 4096, 0);
 	struct ibv_wc wc = wc_for(c, IBV_WC_SUCCESS, IBV_WC_RECV_RDMA_WITH_IMM, 256);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 
 	wc.wc_flags = IBV_WC_WITH_IMM;
@@ -506,7 +517,7 @@ static void test_send_with_immediate_receiver_event(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_RECV, 8, 4096, 0);
 	struct ibv_wc wc = wc_for(c, IBV_WC_SUCCESS, IBV_WC_RECV, 12);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 
 	wc.wc_flags = IBV_WC_WITH_IMM;
@@ -525,7 +536,7 @@ static void test_atomic_events(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *cs = post(ep, OFX_OP_CMP_SWAP, 21, 8, 0);
 	struct ofx_cookie *fa = post(ep, OFX_OP_FETCH_ADD, 22, 8, 0);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 
@@ -545,7 +556,7 @@ static void test_atomic_events(void)
 	CU_ASSERT_EQUAL(dto_of(&ev)->status, DAT_DTO_ERR_REMOTE_ACCESS);
 	CU_ASSERT_EQUAL(ext_of(&ev)->type, DAT_IB_FETCH_AND_ADD);
 	CU_ASSERT_EQUAL(ext_of(&ev)->status, DAT_IB_OP_ERR);
-	CU_ASSERT_PTR_EQUAL(notify, ep);
+	CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 	ep_delete(ep);
 }
@@ -555,7 +566,7 @@ static void test_plain_events_carry_no_stale_extension_data(void)
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *c = post(ep, OFX_OP_SEND, 1, 8, 0);
 	struct ibv_wc wc = wc_for(c, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 	size_t i;
 
@@ -566,17 +577,133 @@ static void test_plain_events_carry_no_stale_extension_data(void)
 	ep_delete(ep);
 }
 
+/* A work request of another owner, posted on the EP's send ring (as RMR binds are). */
+struct test_owner {
+	struct ofx_cookie_owner owner;
+	int completes;
+	struct ofx_cookie seen;		/* the copy the completion op got */
+	struct ofx_cookie *slot;
+	bool report;
+};
+
+static bool test_owner_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
+				const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+				struct ofx_cookie_owner **notify_p)
+{
+	struct test_owner *t = container_of(owner, struct test_owner, owner);
+
+	t->completes++;
+	t->seen = *c;
+	t->slot = slot;
+	/* the ring is retired up to it before the owner hears of it */
+	CU_ASSERT(atomic_load(&c->ring->tail) > c->seq);
+	if (!ofx_dto_settle(c->ring->owner, c, wc, notify_p) || !t->report)
+		return false;
+	memset(ev, 0, sizeof(*ev));
+	ev->event_number = DAT_SOFTWARE_EVENT;
+	ev->event_data.software_event_data.pointer = t;
+	return true;
+}
+
+static const struct ofx_cookie_ops test_owner_ops = { .complete = test_owner_complete };
+
+static struct ofx_cookie *post_owned(struct ofx_ep *ep, struct test_owner *t, uint64_t user,
+				     uint8_t flags)
+{
+	struct ofx_cookie *c = ofx_cookie_ring_reserve(&ep->send_ring);
+
+	CU_ASSERT_FATAL(c != NULL);
+	c->user.as_64 = user;
+	c->len = 0x77;
+	c->op = 0xee;	/* the owner's own numbering */
+	c->flags = flags | OFX_COOKIE_F_OWNER;
+	c->owner = &t->owner;
+	ofx_cookie_ring_commit(&ep->send_ring);
+	return c;
+}
+
+static void test_owner_cookie_reaches_its_owner_and_retires_the_ring(void)
+{
+	struct ofx_ep *ep = ep_new();
+	struct test_owner t = { .owner.ops = &test_owner_ops, .report = true };
+	struct ofx_cookie_owner *notify = (struct ofx_cookie_owner *)1;
+	struct ofx_cookie *c = post_owned(ep, &t, 0xabc, 0);
+	struct ibv_wc wc = wc_for(c, IBV_WC_SUCCESS, IBV_WC_BIND_MW, 0);
+	DAT_EVENT ev;
+
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_PTR_NULL(notify);
+	CU_ASSERT_EQUAL(t.completes, 1);
+	CU_ASSERT_PTR_EQUAL(t.slot, c);
+	CU_ASSERT_EQUAL(t.seen.user.as_64, 0xabc);
+	CU_ASSERT_EQUAL(t.seen.op, 0xee);
+	CU_ASSERT_EQUAL(t.seen.len, 0x77);
+	CU_ASSERT_PTR_EQUAL(t.seen.ring, &ep->send_ring);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_SOFTWARE_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.software_event_data.pointer, &t);
+
+	/* an error on it flags the EP (the ring's owner), not the WR's owner */
+	c = post_owned(ep, &t, 0xabd, OFX_COOKIE_F_INTERNAL);
+	wc = wc_for(c, IBV_WC_MW_BIND_ERR, IBV_WC_BIND_MW, 0);
+	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(t.completes, 2);
+	CU_ASSERT_PTR_EQUAL(notify, &ep->cookie_owner);
+	CU_ASSERT_PTR_NOT_NULL(notify->ops->notify);
+	ep_delete(ep);
+}
+
+static void test_consumer_completions_around_an_owner_cookie_are_unchanged(void)
+{
+	struct ofx_ep *ep = ep_new();
+	struct test_owner t = { .owner.ops = &test_owner_ops };
+	struct ofx_cookie_owner *notify;
+	struct ofx_cookie *a, *o, *b;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+
+	a = post(ep, OFX_OP_SEND, 1, 10, 0);
+	o = post_owned(ep, &t, 2, 0);
+	b = post(ep, OFX_OP_RDMA_WRITE, 3, 30, 0);
+	wc = wc_for(a, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(dto_of(&ev)->user_cookie.as_64, 1);
+	CU_ASSERT_EQUAL(dto_of(&ev)->transfered_length, 10);
+	wc = wc_for(o, IBV_WC_SUCCESS, IBV_WC_BIND_MW, 0);
+	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_EQUAL(t.completes, 1);
+	wc = wc_for(b, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0);
+	CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+	CU_ASSERT_PTR_NULL(notify);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(dto_of(&ev)->ep_handle, &ep->obj);
+	CU_ASSERT_EQUAL(dto_of(&ev)->operation, DAT_DTO_RDMA_WRITE);
+	CU_ASSERT_EQUAL(dto_of(&ev)->user_cookie.as_64, 3);
+	CU_ASSERT_EQUAL(dto_of(&ev)->transfered_length, 30);
+	CU_ASSERT_EQUAL(t.completes, 1);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+
+	/* a slot that held an owner's WR is a consumer's again on its next post */
+	for (int i = 0; i < RING_SIZE; i++) {
+		a = post(ep, OFX_OP_SEND, 100 + i, 1, 0);
+		wc = wc_for(a, IBV_WC_SUCCESS, IBV_WC_SEND, 0);
+		CU_ASSERT_TRUE(ofx_dto_convert(&wc, &ev, &notify));
+		CU_ASSERT_EQUAL(dto_of(&ev)->user_cookie.as_64, 100 + i);
+	}
+	CU_ASSERT_EQUAL(t.completes, 1);
+	ep_delete(ep);
+}
+
 /* ep_free: a dying EP's successes are retired but never reported. */
 static void test_dying_ep_success_is_retired_silently(void)
 {
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *w = post(ep, OFX_OP_RDMA_WRITE, 1, 64, 0);
 	struct ofx_cookie *r = post(ep, OFX_OP_RECV, 2, 64, 0);
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 
-	atomic_store(&ep->dying, true);
+	ofx_ep_set_dying(ep, true);
 	wc = wc_for(w, IBV_WC_SUCCESS, IBV_WC_RDMA_WRITE, 0);
 	CU_ASSERT_FALSE(ofx_dto_convert(&wc, &ev, &notify));
 	CU_ASSERT_PTR_NULL(notify);
@@ -592,7 +719,7 @@ static void test_recv_with_invalidate_reports_the_rmr_context(void)
 	static struct ofx_ia ia;
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *r;
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
 
@@ -638,7 +765,7 @@ static void test_recv_query_counts_posted_receives_and_their_span(void)
 {
 	struct ofx_ep *ep = ep_new();
 	struct ofx_cookie *r1;
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_COUNT n = -1, span = -1;
 	struct ibv_wc wc;
 	DAT_EVENT ev;
@@ -669,11 +796,11 @@ static void test_recv_query_of_an_srq_ep_is_unknown(void)
 	struct ofx_ep *ep = ep_new();
 	DAT_COUNT n = 0, span = 0;
 
-	ep->srq = (struct ofx_srq *)ep;	/* never dereferenced: only "has an SRQ" */
+	ep->recv = &ofx_ep_srq_recv;	/* its query never looks at the SRQ */
 	CU_ASSERT_EQUAL(ofx_ep_recv_query(ep, &n, &span), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(n, DAT_VALUE_UNKNOWN);
 	CU_ASSERT_EQUAL(span, DAT_VALUE_UNKNOWN);
-	ep->srq = NULL;
+	ep->recv = &ofx_ep_rq_recv;
 	ep_delete(ep);
 }
 
@@ -710,7 +837,8 @@ CU_TestInfo ofx_test_dto[] = {
 	  test_completion_before_commit_is_not_lost },
 	{ "reset forgets outstanding slots", test_reset_forgets_outstanding_slots },
 	{ "empty ring never reserves", test_empty_ring_never_reserves },
-	{ "init gives every slot its ep", test_init_gives_every_slot_its_ep },
+	{ "init gives every slot its ring, and the ring its owner",
+	  test_init_gives_every_slot_its_ring_and_the_ring_its_owner },
 	{ "send reports the posted length", test_send_reports_posted_length },
 	{ "recv reports byte_len and retires the recv ring",
 	  test_recv_reports_byte_len_and_retires_recv_ring },
@@ -733,6 +861,10 @@ CU_TestInfo ofx_test_dto[] = {
 	{ "compare-and-swap and fetch-and-add events", test_atomic_events },
 	{ "plain events carry no stale extension data",
 	  test_plain_events_carry_no_stale_extension_data },
+	{ "an owner's cookie reaches its owner and retires the ring",
+	  test_owner_cookie_reaches_its_owner_and_retires_the_ring },
+	{ "consumer completions around an owner's cookie are unchanged",
+	  test_consumer_completions_around_an_owner_cookie_are_unchanged },
 	{ "a dying ep's success is retired silently", test_dying_ep_success_is_retired_silently },
 	{ "receive with invalidate reports the rmr context",
 	  test_recv_with_invalidate_reports_the_rmr_context },

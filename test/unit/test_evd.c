@@ -10,6 +10,8 @@
 #include "verbs.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sched.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdatomic.h>
@@ -700,7 +702,7 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
  * An EVD of qlen 4 shared by EPs that can have more work requests
  * outstanding: the CQ grows so the device never drops a completion
  * (ofx_fault_tests evd_overflow lost 9 of 16 on rxe before), the ring keeps
- * its length, and a CQ that cannot grow keeps its depth.
+ * its length, and a reservation no CQ can hold is refused.
  */
 static void test_cq_grows_for_reserved_work_requests(void)
 {
@@ -721,9 +723,13 @@ static void test_cq_grows_for_reserved_work_requests(void)
 	ofx_evd_unreserve_cqes(evd, depth + 17);
 	CU_ASSERT_EQUAL(evd->cq_reserved, 0);
 	CU_ASSERT_EQUAL(evd->cq_depth, grown);	/* never shrinks */
-	ofx_evd_reserve_cqes(evd, FAKE_CQ_MAX + 1);
+	/* beyond what any CQ of the device holds: refused, nothing reserved */
+	CU_ASSERT_EQUAL(ofx_evd_reserve_cqes(evd, FAKE_CQ_MAX + 1), -ENOMEM);
 	CU_ASSERT_EQUAL(evd->cq_depth, grown);
-	ofx_evd_unreserve_cqes(evd, FAKE_CQ_MAX + 1);
+	CU_ASSERT_EQUAL(evd->cq_reserved, 0);
+	CU_ASSERT_EQUAL(evd->n_old_cqs, 0);
+	CU_ASSERT_EQUAL(ofx_evd_reserve_cqes(evd, 2000), -ENOSPC);	/* > max_cqe 1024 */
+	CU_ASSERT_EQUAL(evd->cq_reserved, 0);
 	ofx_evd_destroy(evd);
 	teardown();
 }
@@ -843,7 +849,48 @@ static void test_concurrent_post_wait_and_dequeue_lose_nothing(void)
 	teardown();
 }
 
+/* MVAPICH2's on-demand connection thread: asynchronous cancel, infinite wait. */
+static void *cancelled_waiter(void *arg)
+{
+	DAT_EVENT ev;
+	DAT_COUNT nmore;
+
+	pthread_setcanceltype(PTHREAD_CANCEL_ASYNCHRONOUS, NULL);
+	ofx_evd_wait((DAT_EVD_HANDLE)arg, DAT_TIMEOUT_INFINITE, 1, &ev, &nmore);
+	return NULL;	/* not reached: nothing is ever posted */
+}
+
+/*
+ * A thread cancelled inside dat_evd_wait gives the EVD back: dat_evd_free
+ * afterwards succeeds (it answered EVD_IN_USE before, and every MVAPICH2 job
+ * in on-demand mode failed at MPI_Finalize), and no lock is left held.
+ */
+static void test_cancelled_waiter_leaves_the_evd_free(void)
+{
+	struct ofx_evd *evd;
+	uint64_t deadline;
+	pthread_t t;
+	void *res;
+
+	setup();
+	evd = evd_new(8, DAT_EVD_CR_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, cancelled_waiter, evd) == 0);
+	/* the thread is the EVD's waiter before it is cancelled */
+	deadline = now_us() + 10 * 1000 * 1000;
+	while (!evd_has_waiter(evd) && now_us() < deadline)
+		sched_yield();
+	CU_ASSERT_TRUE(evd_has_waiter(evd));
+	CU_ASSERT_EQUAL(pthread_cancel(t), 0);
+	CU_ASSERT_EQUAL(pthread_join(t, &res), 0);
+	CU_ASSERT_PTR_EQUAL(res, PTHREAD_CANCELED);
+	CU_ASSERT_FALSE(evd_has_waiter(evd));	/* and the lock is free again */
+	CU_ASSERT_EQUAL(ofx_evd_free((DAT_EVD_HANDLE)evd), DAT_SUCCESS);
+	teardown();
+}
+
 CU_TestInfo ofx_test_evd[] = {
+	{ "a waiter cancelled in evd_wait leaves the evd free to be freed",
+	  test_cancelled_waiter_leaves_the_evd_free },
 	{ "events come out in fifo order", test_events_come_out_in_fifo_order },
 	{ "ring wraps around", test_ring_wraps_around },
 	{ "overflow drops and reports once per event",

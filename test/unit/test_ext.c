@@ -51,7 +51,7 @@ static int model_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv
 	(void)qp;
 	if (post_errno) {
 		*bad = wr;
-		return post_errno;
+		return -post_errno;
 	}
 	posts++;
 	last_wr = *wr;
@@ -84,16 +84,19 @@ static void fixture_up(enum ofx_transport transport, enum ibv_atomic_cap atomic_
 	ia->transport = transport;
 	ia->dev_attr.atomic_cap = atomic_cap;
 	ep->obj.type = OFX_OBJ_EP;
+	ep->transport = &ofx_ep_rc_transport;
+	ep->recv = &ofx_ep_rq_recv;
 	ep->obj.ia = ia;
-	ep->state = OFX_EP_CONNECTED;
+	test_ep_force_state(ep, OFX_EP_CONNECTED);
 	ep->attr.max_request_iov = MAX_SGE;
 	ep->attr.max_rdma_read_out = 4;
 	ep->attr.max_rdma_read_in = 4;
 	memset(&qp, 0, sizeof(qp));
 	qp.qp_num = 0x123;
 	ep->qp = &qp;
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, RING_SIZE, ep) == 0);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, RING_SIZE, ep) == 0);
+	ofx_ep_cookie_owner_init(ep);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, RING_SIZE, &ep->cookie_owner) == 0);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, RING_SIZE, &ep->cookie_owner) == 0);
 }
 
 static void fixture_down(void)
@@ -118,7 +121,7 @@ static DAT_DTO_COOKIE cookie_of(uint64_t v)
 /* Completes the captured WR and converts it like an EVD would. */
 static void complete_last(enum ibv_wc_opcode opcode, DAT_EVENT *ev)
 {
-	struct ofx_ep *notify = NULL;
+	struct ofx_cookie_owner *notify = NULL;
 	struct ibv_wc wc;
 
 	memset(&wc, 0, sizeof(wc));
@@ -368,11 +371,11 @@ static void test_state_and_device_limits(void)
 	DAT_RETURN status;
 
 	fixture_up(OFX_TRANSPORT_ROCE, IBV_ATOMIC_HCA);
-	ep->state = OFX_EP_UNCONNECTED;
+	test_ep_force_state(ep, OFX_EP_UNCONNECTED);
 	status = dat_ib_post_rdma_write_immed(ep, 1, &iov, cookie_of(1), &rmr, 1,
 					      DAT_COMPLETION_DEFAULT_FLAG);
 	CU_ASSERT_EQUAL(status, OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
-	ep->state = OFX_EP_CONNECTED;
+	test_ep_force_state(ep, OFX_EP_CONNECTED);
 	ep->attr.max_rdma_read_out = 0;
 	status = dat_ib_post_fetch_and_add(ep, 1, &iov, cookie_of(1), &rmr,
 					   DAT_COMPLETION_DEFAULT_FLAG);

@@ -88,8 +88,9 @@ static const struct ofx_pdata_hdr p2p_hdr = {
 	.rtr = 2,
 };
 
+/* an XRC answer: the only header that carries the SRQ number */
 static const struct ofx_pdata_hdr xrc_hdr = {
-	.flags = OFX_PDATA_F_P2P | OFX_PDATA_F_XRC,
+	.flags = OFX_PDATA_F_P2P | OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY,
 	.rtr = 1,
 	.xrc_srqn = 0x00abcdefu,
 };
@@ -120,7 +121,9 @@ static void check_round_trip(const struct ofx_pdata_hdr *in, size_t consumer_len
 	CU_ASSERT_EQUAL(hdr.flags, in->flags);
 	CU_ASSERT_EQUAL(hdr.rtr, in->rtr);
 	CU_ASSERT_EQUAL(hdr.consumer_len, consumer_len);
-	CU_ASSERT_EQUAL(hdr.xrc_srqn, in->flags & OFX_PDATA_F_XRC ? in->xrc_srqn : 0);
+	/* only an XRC answer carries the SRQ number (pdata.h) */
+	CU_ASSERT_EQUAL(hdr.xrc_srqn, (in->flags & OFX_PDATA_F_XRC) &&
+					      (in->flags & OFX_PDATA_F_REPLY) ? in->xrc_srqn : 0);
 	CU_ASSERT_EQUAL(hdr.csp_port, in->flags & OFX_PDATA_F_CSP ? in->csp_port : 0);
 }
 
@@ -128,7 +131,8 @@ static void test_csp_port_round_trip(void)
 {
 	struct ofx_pdata_hdr in = { .flags = OFX_PDATA_F_CSP | OFX_PDATA_F_P2P,
 				    .csp_port = 50123 };
-	struct ofx_pdata_hdr both = { .flags = OFX_PDATA_F_CSP | OFX_PDATA_F_XRC,
+	struct ofx_pdata_hdr both = { .flags = OFX_PDATA_F_CSP | OFX_PDATA_F_XRC |
+						OFX_PDATA_F_REPLY,
 				      .xrc_srqn = 0x123456, .csp_port = 7 };
 	unsigned char out[64];
 	struct ofx_pdata_hdr hdr;
@@ -152,7 +156,10 @@ static void test_hdr_len_matches_flags(void)
 	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(0), OFX_PDATA_HDR_LEN);
 	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_P2P | OFX_PDATA_F_REPLY),
 			OFX_PDATA_HDR_LEN);
-	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_XRC), OFX_PDATA_XRC_HDR_LEN);
+	/* an XRC offer is the base trailer; only the answer names an SRQ */
+	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_XRC), OFX_PDATA_HDR_LEN);
+	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY),
+			OFX_PDATA_XRC_HDR_LEN);
 	/* the CSP port takes a word of its own, after the SRQ number */
 	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(OFX_PDATA_F_P2P | OFX_PDATA_F_CSP), 12);
 	CU_ASSERT_EQUAL(ofx_pdata_hdr_len(0x0f), 16);
@@ -243,7 +250,7 @@ static void test_trailer_is_last_8_bytes_in_network_order(void)
 static void test_xrc_srqn_is_the_word_before_the_trailer(void)
 {
 	unsigned char out[IB_REQ_AREA];
-	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC, .rtr = 0,
+	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY, .rtr = 0,
 				     .xrc_srqn = 0x01020304 };
 	const unsigned char *t = out + 3 + 4;
 
@@ -251,7 +258,7 @@ static void test_xrc_srqn_is_the_word_before_the_trailer(void)
 	CU_ASSERT_EQUAL(memcmp(out, "abc", 3), 0);
 	CU_ASSERT_EQUAL(memcmp(out + 3, "\x01\x02\x03\x04", 4), 0);
 	CU_ASSERT_EQUAL(memcmp(t, "OX", 2), 0);
-	CU_ASSERT_EQUAL(t[2], OFX_PDATA_VERSION << 4 | OFX_PDATA_F_XRC);
+	CU_ASSERT_EQUAL(t[2], OFX_PDATA_VERSION << 4 | OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY);
 	CU_ASSERT_EQUAL(t[3], 1 << 2);	/* one extension word, rtr send */
 	CU_ASSERT_EQUAL(t[4], 3);
 	CU_ASSERT_EQUAL(t[5], 0);
@@ -496,10 +503,47 @@ static void test_xrc_without_its_word_is_rejected(void)
 	uint8_t *t = buf + IB_REQ_AREA - 8;
 	struct ofx_pdata_hdr hdr;
 
-	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC, 0, 0, 0);
+	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY,
+		     0, 0, 0);
 	CU_ASSERT_EQUAL(decode_exact(buf, sizeof(buf), &hdr), -EPROTO);
-	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC, 0, 1, 0);
+	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY,
+		     0, 1, 0);
 	CU_ASSERT_EQUAL(decode_exact(buf, sizeof(buf), &hdr), 0);
+}
+
+/*
+ * An XRC offer is the base trailer alone (the active side's SRQ number goes
+ * in its CONFIRM): 48 consumer bytes, what dtest and dtestcm send, fit the
+ * 56-byte REQ with it.  An offer of an older build, with the word, still
+ * decodes: the word is skipped as unknown.
+ */
+static void test_xrc_offer_has_no_word_and_leaves_48_bytes(void)
+{
+	struct ofx_pdata_hdr offer = { .flags = OFX_PDATA_F_XRC, .xrc_srqn = 0x123456 };
+	unsigned char consumer[DTEST_PDATA_LEN + 1], out[IB_REQ_AREA];
+	uint8_t *t = out + IB_REQ_AREA - 8;
+	struct ofx_pdata_hdr hdr;
+
+	fill_pattern(consumer, sizeof(consumer), 7);
+	CU_ASSERT_EQUAL_FATAL(ofx_pdata_encode(&offer, consumer, DTEST_PDATA_LEN, IB_REQ_AREA,
+					       out, sizeof(out)),
+			      IB_REQ_AREA);
+	CU_ASSERT_EQUAL(memcmp(out, consumer, DTEST_PDATA_LEN), 0);
+	CU_ASSERT_EQUAL(t[3] >> 2, 0);	/* no extension word */
+	CU_ASSERT_EQUAL(decode_exact(out, sizeof(out), &hdr), 0);
+	CU_ASSERT_EQUAL(hdr.flags, OFX_PDATA_F_XRC);
+	CU_ASSERT_EQUAL(hdr.consumer_len, DTEST_PDATA_LEN);
+	CU_ASSERT_EQUAL(hdr.xrc_srqn, 0);
+	CU_ASSERT_EQUAL(ofx_pdata_encode(&offer, consumer, DTEST_PDATA_LEN + 1, IB_REQ_AREA, out,
+					 sizeof(out)),
+			-EMSGSIZE);
+	/* an older offer: srqn word before the trailer */
+	memset(out, 0, sizeof(out));
+	spec_put_be32(t - 4, 0x123456);
+	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC, 0, 1, 44);
+	CU_ASSERT_EQUAL(decode_exact(out, sizeof(out), &hdr), 0);
+	CU_ASSERT_EQUAL(hdr.consumer_len, 44);
+	CU_ASSERT_EQUAL(hdr.xrc_srqn, 0);
 }
 
 static void test_unknown_extension_words_are_skipped(void)
@@ -513,10 +557,11 @@ static void test_unknown_extension_words_are_skipped(void)
 	spec_put_be32(buf + 8, 9);
 	memset(buf + 12, 0xa5, 8);
 	t = buf + 20;
-	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC, 1, 3, 8);
+	spec_trailer(t, OFX_PDATA_MAGIC, OFX_PDATA_VERSION, OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY,
+		     1, 3, 8);
 	CU_ASSERT_EQUAL(decode_exact(buf, 28, &hdr), 0);
 	CU_ASSERT_EQUAL(hdr.consumer_len, 8);
-	CU_ASSERT_EQUAL(hdr.flags, OFX_PDATA_F_XRC);
+	CU_ASSERT_EQUAL(hdr.flags, OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY);
 	CU_ASSERT_EQUAL(hdr.rtr, 1);
 	CU_ASSERT_EQUAL(hdr.xrc_srqn, 9);
 	/* the checksum covers the words it skips */
@@ -638,6 +683,8 @@ CU_TestInfo ofx_test_pdata[] = {
 	{ "extension words beyond the buffer are rejected",
 	  test_extension_words_beyond_buffer_are_rejected },
 	{ "XRC without its extension word is rejected", test_xrc_without_its_word_is_rejected },
+	{ "XRC offer has no word and leaves 48 bytes of the REQ",
+	  test_xrc_offer_has_no_word_and_leaves_48_bytes },
 	{ "unknown extension words are skipped", test_unknown_extension_words_are_skipped },
 	{ "reserved byte is ignored", test_reserved_byte_is_ignored },
 	{ "encode refuses what does not fit", test_encode_refuses_what_does_not_fit },

@@ -3,6 +3,7 @@
 
 #include "log.h"
 #include "progress.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -371,7 +372,101 @@ static void test_barrier_waits_for_the_running_callback(void)
 	sem_destroy(&c.started);
 }
 
+/* ---- ofx_waiter: waits that are woken, with deadlines ---------------------- */
+
+static bool flag_is_set(void *arg)
+{
+	return atomic_load((_Atomic bool *)arg);
+}
+
+struct wake_later {
+	struct ofx_waiter *w;
+	_Atomic bool *flag;
+	_Atomic int *count;
+	sem_t waiting;		/* posted once the waiter is about to wait */
+};
+
+/* Sets the flag (or drops the count) once the main thread waits. */
+static void *waker_thread(void *arg)
+{
+	struct wake_later *wl = arg;
+
+	sem_wait(&wl->waiting);
+	if (wl->flag) {
+		atomic_store(wl->flag, true);
+		ofx_waiter_wake(wl->w);
+	} else {
+		ofx_waiter_count_put(wl->w, wl->count);
+	}
+	return NULL;
+}
+
+static bool count_is_zero(void *arg)
+{
+	return atomic_load((_Atomic int *)arg) == 0;
+}
+
+static void test_waiter_returns_at_once_when_done(void)
+{
+	struct ofx_waiter w;
+	_Atomic bool flag = true;
+
+	ofx_waiter_init(&w);
+	/* a deadline long past: the condition is tested first */
+	CU_ASSERT_EQUAL(ofx_waiter_wait(&w, flag_is_set, (void *)&flag, 1), 0);
+	ofx_waiter_fini(&w);
+}
+
+static void test_waiter_times_out_at_the_deadline(void)
+{
+	struct ofx_waiter w;
+	_Atomic bool flag = false;
+	uint64_t t0 = ofx_now_ns();
+
+	ofx_waiter_init(&w);
+	CU_ASSERT_EQUAL(ofx_waiter_wait(&w, flag_is_set, (void *)&flag, t0 + 50000000ull),
+			-ETIMEDOUT);
+	CU_ASSERT(ofx_now_ns() >= t0 + 50000000ull);	/* never early */
+	ofx_waiter_fini(&w);
+}
+
+static void test_waiter_is_woken_by_the_other_thread(void)
+{
+	struct ofx_waiter w;
+	_Atomic bool flag = false;
+	_Atomic int count = 3;
+	struct wake_later wl = { .w = &w, .flag = &flag };
+	pthread_t t;
+
+	ofx_waiter_init(&w);
+	sem_init(&wl.waiting, 0, 0);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, waker_thread, &wl) == 0);
+	sem_post(&wl.waiting);
+	/* no deadline: only the wake can end this */
+	CU_ASSERT_EQUAL(ofx_waiter_wait(&w, flag_is_set, (void *)&flag, UINT64_MAX), 0);
+	pthread_join(t, NULL);
+
+	/* a count: the put that reaches 0 wakes, the others do not end the wait */
+	wl.flag = NULL;
+	wl.count = &count;
+	ofx_waiter_count_put(&w, &count);
+	ofx_waiter_count_put(&w, &count);
+	CU_ASSERT_EQUAL(ofx_waiter_wait(&w, count_is_zero, (void *)&count,
+					ofx_now_ns() + 10000000ull), -ETIMEDOUT);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, waker_thread, &wl) == 0);
+	sem_post(&wl.waiting);
+	CU_ASSERT_EQUAL(ofx_waiter_wait(&w, count_is_zero, (void *)&count, UINT64_MAX), 0);
+	CU_ASSERT_EQUAL(atomic_load(&count), 0);
+	pthread_join(t, NULL);
+	sem_destroy(&wl.waiting);
+	ofx_waiter_fini(&w);
+}
+
 CU_TestInfo ofx_test_progress[] = {
+	{ "waiter returns at once when its condition holds",
+	  test_waiter_returns_at_once_when_done },
+	{ "waiter times out at its deadline, never early", test_waiter_times_out_at_the_deadline },
+	{ "waiter is woken by another thread's change", test_waiter_is_woken_by_the_other_thread },
 	{ "fd handler runs in the thread when the fd is readable",
 	  test_fd_handler_runs_in_the_thread_when_the_fd_is_readable },
 	{ "handler may remove its own fd", test_handler_may_remove_its_own_fd },

@@ -2,6 +2,7 @@
 #include "unit.h"
 
 #include "ia.h"
+#include "instance.h"
 #include "log.h"
 #include "provider.h"
 #include "status.h"

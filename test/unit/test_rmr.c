@@ -37,7 +37,7 @@ static int model_bind_errno;
 static int model_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
 	if (model_bind_errno)
-		return model_bind_errno;
+		return -model_bind_errno;
 	CU_ASSERT_FATAL(model_nbinds < MODEL_WR_MAX);
 	model_binds[model_nbinds++] = *bind;
 	mw->rkey = ibv_inc_rkey(mw->rkey);
@@ -100,14 +100,17 @@ static void fixture_init(struct fixture *f, DAT_EVD_FLAGS req_flags)
 	CU_ASSERT_FATAL(ep != NULL);
 	pthread_mutex_init(&ep->lock, NULL);
 	ep->obj.type = OFX_OBJ_EP;
+	ep->transport = &ofx_ep_rc_transport;
+	ep->recv = &ofx_ep_rq_recv;
 	ep->obj.ia = &ia;
-	ep->state = OFX_EP_CONNECTED;
+	test_ep_force_state(ep, OFX_EP_CONNECTED);
 	ep->qp = &fake_qp;
 	ep->pz = ofx_pz_from_handle(f->pz);
 	ep->req_evd = ofx_evd_from_handle(f->req_evd);
 	ep->conn_evd = ofx_evd_from_handle(f->conn_evd);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, 8, ep) == 0);
-	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, 8, ep) == 0);
+	ofx_ep_cookie_owner_init(ep);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, 8, &ep->cookie_owner) == 0);
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, 8, &ep->cookie_owner) == 0);
 	f->ep = ep;
 }
 
@@ -181,7 +184,7 @@ static void test_without_memory_windows_create_is_not_implemented(void)
 	setup(0);
 	ofx_log_subsys_mask &= ~(1u << OFX_SUBSYS_MEM);
 	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), 0);
-	CU_ASSERT_EQUAL(ofx_rmr_mr_access(&ia), 0);
+	CU_ASSERT_EQUAL(ofx_lmr_mw_access(&ia), 0);
 	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz) == DAT_SUCCESS);
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_create(pz, &rmr)), DAT_NOT_IMPLEMENTED);
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_create_for_ep(pz, &rmr)), DAT_NOT_IMPLEMENTED);
@@ -206,7 +209,7 @@ static void test_create_picks_the_window_type_and_query_reports_it(void)
 
 	setup(IBV_DEVICE_MEM_WINDOW | IBV_DEVICE_MEM_WINDOW_TYPE_2B);
 	CU_ASSERT_EQUAL(ofx_rmr_type(&ia), IBV_MW_TYPE_1);
-	CU_ASSERT_EQUAL(ofx_rmr_mr_access(&ia), IBV_ACCESS_MW_BIND);
+	CU_ASSERT_EQUAL(ofx_lmr_mw_access(&ia), IBV_ACCESS_MW_BIND);
 	CU_ASSERT_EQUAL(ofx_rmr_scope(&ia), DAT_RMR_SCOPE_ANY);
 	CU_ASSERT_FATAL(ofx_pz_create(&ia, &pz) == DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_rmr_create(&not_a_pz, &rmr1),
@@ -432,12 +435,11 @@ static bool peer_invalidates(struct fixture *f, uint32_t rkey, int flags)
 	struct ofx_cookie *c = ofx_cookie_ring_reserve(&f->ep->recv_ring);
 	struct ibv_wc wc = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV, .byte_len = 16,
 			     .qp_num = fake_qp.qp_num, .invalidated_rkey = rkey };
-	struct ofx_ep *notify;
+	struct ofx_cookie_owner *notify;
 	DAT_EVENT ev;
 	bool reported;
 
 	CU_ASSERT_FATAL(c != NULL);
-	c->ep = f->ep;
 	c->op = OFX_OP_RECV;
 	c->flags = 0;
 	ofx_cookie_ring_commit(&f->ep->recv_ring);
@@ -537,9 +539,9 @@ static void test_window_invalidated_by_the_peer_binds_without_local_inv(void)
 	 * free all the same, so the unbind that follows has nothing to post.
 	 */
 	ia.wc_inv_kernel_bit = true;
-	atomic_store(&f.ep->dying, true);
+	ofx_ep_set_dying(f.ep, true);
 	CU_ASSERT_FALSE(peer_invalidates(&f, k2, IBV_WC_IP_CSUM_OK));
-	atomic_store(&f.ep->dying, false);
+	ofx_ep_set_dying(f.ep, false);
 	expect_query(rmr, k2, NULL, DAT_MEM_PRIV_NONE_FLAG);
 	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
 				     DAT_VA_TYPE_VA, f.ep, rcookie(0x64), 0, NULL), DAT_SUCCESS);
@@ -573,14 +575,14 @@ static void test_windows_bound_through_a_dying_ep_are_renewed(void)
 	CU_ASSERT_FATAL(ofx_rmr_create_for_ep(f.pz, &unbound) == DAT_SUCCESS);
 	t = triplet(&f, 0, 128);
 	bind_write_and_read(&f, &t, rmr, &k1, other, &ko, 0x71);
-	CU_ASSERT_PTR_EQUAL(ofx_rmr_from_handle(rmr)->bound_ep, f.ep);
+	CU_ASSERT_PTR_EQUAL(ofx_rmr_from_handle(rmr)->bound_ep, &f.ep->cookie_owner);
 	/* `other` counts as bound through another EP: it must be left alone */
-	ofx_rmr_from_handle(other)->bound_ep = &other_ep;
+	ofx_rmr_from_handle(other)->bound_ep = &other_ep.cookie_owner;
 	k0u = ofx_rmr_from_handle(unbound)->rkey;
 	old_mw = ofx_rmr_from_handle(rmr)->mw;
 	mws = fake_verbs.mws;
 
-	ofx_rmr_ep_gone(f.ep);
+	ofx_rmr_ep_gone(&f.ep->cookie_owner);
 	CU_ASSERT_EQUAL(fake_verbs.mws, mws);	/* one window swapped for another */
 	CU_ASSERT_PTR_NOT_NULL(ofx_rmr_from_handle(rmr)->mw);
 	CU_ASSERT_PTR_NOT_EQUAL(ofx_rmr_from_handle(rmr)->mw, old_mw);
@@ -669,7 +671,7 @@ static void test_bind_checks_its_arguments(void)
 				     DAT_VA_TYPE_VA, f.ep, rcookie(0),
 				     DAT_COMPLETION_SUPPRESS_FLAG, NULL), DAT_SUCCESS);
 	/* an EP that is not connected takes no binds */
-	f.ep->state = OFX_EP_UNCONNECTED;
+	test_ep_force_state(f.ep, OFX_EP_UNCONNECTED);
 	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
 				     f.ep, rcookie(0), 0, NULL),
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
@@ -724,7 +726,7 @@ static void test_send_with_invalidate_names_the_peer_rkey(void)
 	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 64);
 
 	/* not connected: refused before anything is posted */
-	f.ep->state = OFX_EP_UNCONNECTED;
+	test_ep_force_state(f.ep, OFX_EP_UNCONNECTED);
 	CU_ASSERT_EQUAL(ofx_ep_post_send_with_invalidate(f.ep, 1, &t, c, 0, DAT_TRUE, 0x1234),
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
 	CU_ASSERT_EQUAL(model_nwrs, 2);
@@ -772,6 +774,75 @@ static void test_rdma_read_to_rmr_is_model_not_supported(void)
 	teardown();
 }
 
+/*
+ * dat_rmr_bind checks the window's side before the EP's connection: an EP
+ * that cannot send gets neither a work request nor a software completion,
+ * and the window keeps its key.
+ */
+static void test_bind_on_an_ep_not_connected_posts_nothing(void)
+{
+	struct fixture f, g;
+	DAT_LMR_TRIPLET t;
+	DAT_RMR_HANDLE rmr, rmr_g;
+	DAT_RMR_CONTEXT k = 0, k0;
+	struct ibv_qp *qp;
+	int nbinds;
+
+	setup(IBV_DEVICE_MEM_WINDOW);
+	nbinds = model_nbinds;
+	fixture_init(&f, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	fixture_init(&g, DAT_EVD_DTO_FLAG | DAT_EVD_RMR_BIND_FLAG);
+	CU_ASSERT_FATAL(ofx_rmr_create(f.pz, &rmr) == DAT_SUCCESS);
+	CU_ASSERT_FATAL(ofx_rmr_create(g.pz, &rmr_g) == DAT_SUCCESS);
+	k0 = ofx_rmr_from_handle(rmr)->rkey;
+	t = triplet(&f, 0, 64);
+
+	test_ep_force_state(f.ep, OFX_EP_UNCONNECTED);
+	/* the PZ and region checks come first */
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr_g, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG,
+						  DAT_VA_TYPE_VA, f.ep, rcookie(1), 0, &k)),
+			DAT_PROTECTION_VIOLATION);
+	/* then the EP's connection, for a bind and an unbind alike */
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(2), 0, &k),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(3), 0, &k),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
+	test_ep_force_state(f.ep, OFX_EP_ACTIVE_PENDING);
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(4), 0, &k),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
+	/* connected, but a reset that could not build a QP left it without one */
+	test_ep_force_state(f.ep, OFX_EP_CONNECTED);
+	qp = f.ep->qp;
+	f.ep->qp = NULL;
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, f.lmr, &t, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA,
+				     f.ep, rcookie(5), 0, &k),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED));
+	f.ep->qp = qp;
+
+	CU_ASSERT_EQUAL(model_nbinds, nbinds);
+	CU_ASSERT_EQUAL(k, 0);
+	CU_ASSERT_EQUAL(ofx_rmr_from_handle(rmr)->rkey, k0);
+	CU_ASSERT_FALSE(ofx_rmr_from_handle(rmr)->bound);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&f.ep->send_ring), 0);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(f.req_evd, &(DAT_EVENT){ 0 })),
+			DAT_QUEUE_EMPTY);
+	/* connected again, the same unbind completes at once on the EP's request EVD */
+	CU_ASSERT_EQUAL(ofx_rmr_bind(rmr, DAT_HANDLE_NULL, NULL, DAT_MEM_PRIV_NONE_FLAG,
+				     DAT_VA_TYPE_VA, f.ep, rcookie(6), 0, &k), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(k, k0);
+	CU_ASSERT_EQUAL(model_nbinds, nbinds);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(f.req_evd, &(DAT_EVENT){ 0 }), DAT_SUCCESS);
+
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr_g), DAT_SUCCESS);
+	fixture_fini(&g);
+	fixture_fini(&f);
+	teardown();
+}
+
 CU_TestInfo ofx_test_rmr[] = {
 	{ "without memory windows create is not implemented",
 	  test_without_memory_windows_create_is_not_implemented },
@@ -789,6 +860,8 @@ CU_TestInfo ofx_test_rmr[] = {
 	  test_send_with_invalidate_needs_mem_mgt_extensions },
 	{ "rdma read to rmr is model-not-supported", test_rdma_read_to_rmr_is_model_not_supported },
 	{ "bind checks its arguments", test_bind_checks_its_arguments },
+	{ "bind on an ep not connected posts nothing",
+	  test_bind_on_an_ep_not_connected_posts_nothing },
 	{ "window invalidated by the peer binds again without local invalidate",
 	  test_window_invalidated_by_the_peer_binds_without_local_inv },
 	{ "windows bound through a dying ep get fresh unbound windows",

@@ -524,31 +524,31 @@ static void test_last_wqe_is_reported_once_per_connection(void)
 
 	/* the connection ends: the bounded wait for the device event starts */
 	pthread_mutex_lock(&a->lock);
-	ofx_ep_post_conn_event(a, DAT_CONNECTION_EVENT_DISCONNECTED, false);
+	ofx_ep_conn_report(a, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_DISCONNECTED, false);
 	pthread_mutex_unlock(&a->lock);
 	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe), OFX_LASTWQE_WAITING);
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(conn, &ev), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
 
 	/* stock's mapping, which dtestsrq waits for after each DISCONNECTED */
-	ofx_srq_ep_last_wqe(a);
+	ofx_ep_srq_last_wqe(a);
 	expect_async(DAT_ASYNC_ERROR_EP_BROKEN, a, 0);
-	ofx_srq_ep_last_wqe(a);
+	ofx_ep_srq_last_wqe(a);
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
 	/* nor does a second terminal event start another wait */
 	pthread_mutex_lock(&a->lock);
-	ofx_ep_post_conn_event(a, DAT_CONNECTION_EVENT_BROKEN, false);
+	ofx_ep_conn_report(a, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_BROKEN, false);
 	pthread_mutex_unlock(&a->lock);
 	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe), OFX_LASTWQE_DONE);
-	CU_ASSERT_FALSE(ofx_srq_ep_lastwqe_pending(a));
+	CU_ASSERT_FALSE(ofx_ep_srq_lastwqe_pending(a));
 
 	/* reset: the next connection reports again, and never for a dying EP */
 	pthread_mutex_lock(&a->lock);
-	ofx_srq_ep_reset(a);
+	ofx_ep_srq_reset(a);
 	pthread_mutex_unlock(&a->lock);
-	CU_ASSERT_TRUE(ofx_srq_ep_lastwqe_pending(a));
+	CU_ASSERT_TRUE(ofx_ep_srq_lastwqe_pending(a));
 	atomic_store(&a->dying, true);
-	ofx_srq_ep_last_wqe(a);
+	ofx_ep_srq_last_wqe(a);
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
 	atomic_store(&a->dying, false);
 
@@ -556,6 +556,71 @@ static void test_last_wqe_is_reported_once_per_connection(void)
 	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
 	ofx_evd_destroy(conn);
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
+/*
+ * An SRQ EP's receive side is the SRQ variant's (ep_recv.h), chosen at
+ * create: its QP takes the SRQ, dat_ep_post_recv refuses before looking at
+ * its arguments, the counts are unknown, watermarks never fire, P2P=on and
+ * a QP rebuild are refused, and LAST_WQE_REACHED is expected, reported once.
+ */
+static void test_srq_ep_receive_side_goes_through_its_variant(void)
+{
+	DAT_NAMED_ATTR on = { "P2P", "on" };
+	DAT_COUNT n = 0, span = 0;
+	struct ofx_evd *evd;
+	DAT_EP_PARAM param;
+	DAT_SRQ_HANDLE srq;
+	struct ofx_ep *a;
+	DAT_EVENT ev;
+
+	setup();
+	srq = srq_new(4, 0);
+	evd = dto_evd_new();
+	a = srq_ep_new(srq, evd);
+	CU_ASSERT_PTR_EQUAL(a->recv, &ofx_ep_srq_recv);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a->qp);
+	CU_ASSERT_PTR_EQUAL(a->qp->srq, ofx_srq_from_handle(srq)->srq);
+	CU_ASSERT_EQUAL(a->recv_ring.size, 0);
+	CU_ASSERT_EQUAL(ofx_ep_post_recv(a, -1, NULL, (DAT_DTO_COOKIE){ .as_64 = 1 }, 0xffff),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_SRQ_IN_USE));
+	CU_ASSERT_EQUAL(ofx_ep_recv_query(a, &n, &span), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(n, DAT_VALUE_UNKNOWN);
+	CU_ASSERT_EQUAL(span, DAT_VALUE_UNKNOWN);
+	/* stored, never fired: the count is unknowable */
+	CU_ASSERT_EQUAL(ofx_ep_set_watermark(a, 0, 0), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(a->soft_hw, 0);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
+
+	memset(&param, 0, sizeof(param));
+	param.ep_attr.ep_provider_specific_count = 1;
+	param.ep_attr.ep_provider_specific = &on;
+	CU_ASSERT_EQUAL(ofx_ep_modify(a, DAT_EP_FIELD_EP_ATTR_NUM_PROVIDER_ATTR |
+					  DAT_EP_FIELD_EP_ATTR_PROVIDER_SPECIFIC_ATTR, &param),
+			OFX_INVALID_ARG(3));
+	CU_ASSERT_EQUAL(a->p2p_attr, OFX_OFF);
+	/* the QP is registered with the SRQ: not rebuilt for new queue sizes */
+	param.ep_attr = a->attr;
+	param.ep_attr.max_rdma_read_in = 1;
+	CU_ASSERT_EQUAL(ofx_ep_modify(a, DAT_EP_FIELD_EP_ATTR_MAX_RDMA_READ_IN, &param),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY));
+	/* nor moved to another PZ than the SRQ's */
+	param.pz_handle = &ia;
+	CU_ASSERT_EQUAL(ofx_ep_modify(a, DAT_EP_FIELD_PZ_HANDLE, &param), OFX_INVALID_ARG(3));
+
+	/* the device's LAST_WQE_REACHED is the variant's to report, once */
+	atomic_store(&a->recv_live, true);
+	CU_ASSERT_TRUE(a->recv->last_wqe(a));
+	expect_async(DAT_ASYNC_ERROR_EP_BROKEN, a, 0);
+	CU_ASSERT_TRUE(a->recv->last_wqe(a));
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(ia.async_evd, &ev)), DAT_QUEUE_EMPTY);
+	/* a plain EP's is an error, reported as any other (ia.c) */
+	CU_ASSERT_FALSE(ofx_ep_rq_recv.last_wqe(a));
+
+	CU_ASSERT_EQUAL(ofx_ep_free(a), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_srq_free(srq), DAT_SUCCESS);
 	ofx_evd_destroy(evd);
 	teardown();
 }
@@ -573,6 +638,8 @@ CU_TestInfo ofx_test_srq[] = {
 	{ "low watermark fires and is re-armed", test_low_watermark_fires_and_is_rearmed },
 	{ "resize grows, old slots still complete",
 	  test_resize_grows_and_old_slots_still_complete },
+	{ "an srq ep's receive side goes through its variant",
+	  test_srq_ep_receive_side_goes_through_its_variant },
 	{ "last wqe is reported once per connection",
 	  test_last_wqe_is_reported_once_per_connection },
 	CU_TEST_INFO_NULL,

@@ -5,6 +5,8 @@
  */
 #include "tools.h"
 
+#include "datconf.h"
+
 #include "config.h"
 
 #include <stdarg.h>
@@ -220,6 +222,105 @@ static void test_dat_conf_default_file_is_dat_override(void)
 	free(path);
 }
 
+static void test_dat_conf_detect_records_and_remove_takes_it_back(void)
+{
+	char *path = tools_write_file("detect.conf", sample, 0644);
+	char *rec, *out, *text, *after;
+
+	clear_env();
+	if (asprintf(&rec, "%s/detect.added", tools_scratch()) < 0)
+		abort();
+	/* a dry run writes neither file */
+	CU_ASSERT_EQUAL(run(&out, "dat-conf/ofx-dat-conf detect -n -f '%s' --record '%s' eth7",
+			    path, rec), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "+ofx-v2-eth7 "));
+	free(out);
+	CU_ASSERT_NOT_EQUAL(access(rec, F_OK), 0);
+
+	CU_ASSERT_EQUAL(run(&out, "dat-conf/ofx-dat-conf detect -f '%s' --record '%s' eth7 eth8",
+			    path, rec), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "added ofx-v2-eth7, ofx-v2-eth8"));
+	free(out);
+	text = tools_slurp(rec);
+	/* the sample ends without a newline: the record says so first */
+	CU_ASSERT_STRING_EQUAL(text, OFX_DATCONF_EOF_MARK
+			       "ofa-v2-mlx5_0-1u u2.0 nonthreadsafe default libdaploucm.so.2 "
+			       "dapl.2.0 \"mlx5_0 1\" \"\"\n"
+			       "ofx-v2-eth7 u2.0 nonthreadsafe default libdaplofx.so.2 dapl.2.0 "
+			       "\"eth7 0\" \"\"\n"
+			       "ofx-v2-eth8 u2.0 nonthreadsafe default libdaplofx.so.2 dapl.2.0 "
+			       "\"eth8 0\" \"\"\n");
+	free(text);
+
+	/* again, and with an entry the admin wrote for eth9: nothing added, nothing recorded */
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf add -f '%s' eth9 tos=3", path), 0);
+	text = tools_slurp(path);
+	CU_ASSERT_EQUAL(run(&out, "dat-conf/ofx-dat-conf detect -f '%s' --record '%s' eth7 eth8 "
+			    "eth9", path, rec), 0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "left as it is"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "nothing to change"));
+	free(out);
+	after = tools_slurp(path);
+	CU_ASSERT_STRING_EQUAL(after, text);
+	free(after);
+	free(text);
+
+	/* remove --record: the admin's eth9 stays, the file is otherwise as before, R is gone */
+	CU_ASSERT_EQUAL(run(&out, "dat-conf/ofx-dat-conf remove -f '%s' --record '%s'", path, rec),
+			0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "removed 2 recorded lines"));
+	free(out);
+	CU_ASSERT_NOT_EQUAL(access(rec, F_OK), 0);
+	text = tools_slurp(path);
+	CU_ASSERT_PTR_NULL(strstr(text, "ofx-v2-eth7"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "ofx-v2-eth9"));
+	free(text);
+	/* the newline the first edit added stays: the admin's line came after it */
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf remove -f '%s' eth9", path), 0);
+	text = tools_slurp(path);
+	CU_ASSERT_EQUAL(strncmp(text, sample, strlen(sample)), 0);
+	CU_ASSERT_STRING_EQUAL(text + strlen(sample), "\n");
+	free(text);
+	/* no record: nothing to do */
+	CU_ASSERT_EQUAL(run(&out, "dat-conf/ofx-dat-conf remove -f '%s' --record '%s'", path, rec),
+			0);
+	CU_ASSERT_PTR_NOT_NULL(strstr(out, "no record"));
+	free(out);
+
+	/* add --record keeps an appended line, not a replaced one */
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf add -f '%s' --record '%s' ib0", path, rec),
+			0);
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf add -f '%s' --record '%s' ib0 tos=1",
+			    path, rec), 0);
+	text = tools_slurp(rec);
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"ib0 0\""));
+	CU_ASSERT_PTR_NULL(strstr(text, "tos=1"));
+	free(text);
+
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf detect --variant p2p -f '%s'", path), 2);
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf remove -f '%s' --record '%s' ib0", path,
+			    rec), 2);
+	CU_ASSERT_EQUAL(run(NULL, "dat-conf/ofx-dat-conf list --record '%s'", rec), 2);
+	free(rec);
+	free(path);
+}
+
+static void test_dat_conf_detect_runs_without_a_device(void)
+{
+	char *path = tools_write_file("detect-none.conf", sample, 0644);
+	char *out, *text;
+
+	/* on a host without RDMA nothing is added; with devices, their netdevs are */
+	CU_ASSERT_EQUAL(run(&out, "dat-conf/ofx-dat-conf detect -n -f '%s'", path), 0);
+	CU_ASSERT_TRUE(strstr(out, "no RDMA device") || strstr(out, "+ofx-v2-") ||
+		       strstr(out, "nothing to change"));
+	free(out);
+	text = tools_slurp(path);
+	CU_ASSERT_STRING_EQUAL(text, sample);
+	free(text);
+	free(path);
+}
+
 static void test_dat_conf_list_runs_without_a_device(void)
 {
 	char *out;
@@ -276,6 +377,9 @@ CU_TestInfo ofx_test_tools_cli[] = {
 	  test_dat_conf_refuses_typos_and_read_only_files },
 	{ "ofx-dat-conf edits $DAT_OVERRIDE by default",
 	  test_dat_conf_default_file_is_dat_override },
+	{ "ofx-dat-conf detect records, remove --record takes it back",
+	  test_dat_conf_detect_records_and_remove_takes_it_back },
+	{ "ofx-dat-conf detect runs without a device", test_dat_conf_detect_runs_without_a_device },
 	{ "ofx-dat-conf list runs without a device", test_dat_conf_list_runs_without_a_device },
 	{ "man pages are generated and clean", test_man_pages_are_generated_and_clean },
 	CU_TEST_INFO_NULL,

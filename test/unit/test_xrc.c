@@ -1,11 +1,18 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
 
+#include "cm.h"
+#include "ep_cm.h"
+#include "ep_xrc.h"
 #include "cr.h"
 #include "ep.h"
 #include "evd.h"
 #include "ia.h"
+#include "lmr.h"
 #include "pdata.h"
+#include "rmr.h"
+#include "sp.h"
+#include "verbs.h"
 #include "xrc.h"
 #include "xrc_model.h"
 
@@ -173,6 +180,14 @@ static void open_pair(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b
 	*eb = xm_ep_new(*b);
 }
 
+/* The same, connected, with one receive posted on each side. */
+static void open_connected_pair(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b,
+				struct ofx_ep **eb)
+{
+	open_pair(a, ea, b, eb);
+	pair(*a, *ea, *b, *eb, 1);
+}
+
 /*
  * A on node 0 connected to two processes B1 and B2 of node 1 (the TGT
  * lifetime `mode`), one EP pair each: e1-f1 and e2-f2.
@@ -190,6 +205,17 @@ static void open_two_peers(enum ofx_xrc_tgt mode, struct xm_proc **a, struct xm_
 	*f2 = xm_ep_new(*b2);
 	pair(*a, *e1, *b1, *f1, 2);
 	pair(*a, *e2, *b2, *f2, 2);
+}
+
+/* A new EP pair from `a` to `b` connects over `a`'s n-th INI QP and carries a message. */
+static void pair_over_new_ini(struct xm_proc *a, struct xm_proc *b, unsigned long n)
+{
+	struct ofx_ep *ea = xm_ep_new(a), *eb = xm_ep_new(b);
+
+	pair(a, ea, b, eb, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created, n);
+	CU_ASSERT_EQUAL(send_msg(ea, "fresh", 1), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "fresh");
 }
 
 /* B accepts, then dies before A's INI request reaches it: A is refused. */
@@ -219,12 +245,14 @@ static void test_handshake_exchanges_private_data_and_srq_numbers(void)
 	post_recv(eb, 2);
 	xm_connect(a, ea, b, eb, "hello", 6, "welcome", 8);
 
-	/* the REQ: consumer bytes raw at offset 0, trailer with the srqn */
+	/* the REQ: consumer bytes raw at offset 0, the base trailer (no srqn) */
 	CU_ASSERT_EQUAL(ea->req_pdata_len, 56);
 	CU_ASSERT_STRING_EQUAL((char *)ea->req_pdata, "hello");
 	CU_ASSERT_EQUAL(ofx_pdata_decode(ea->req_pdata, 56, &hdr), 0);
 	CU_ASSERT_EQUAL(hdr.flags, OFX_PDATA_F_XRC);
-	CU_ASSERT_EQUAL(hdr.xrc_srqn >> 24, ofx_xrc_domain_tag(&a->ia) & 0xff);
+	CU_ASSERT_EQUAL(ea->req_pdata[56 - 5] >> 2, 0);	/* no extension word */
+	/* P learnt A's srqn from the CONFIRM */
+	CU_ASSERT_EQUAL(hdr.xrc_srqn, 0);
 	/* the REJ accept: stock header, port, version, tag, then data + trailer */
 	rej = xm_last_reject(&len);
 	CU_ASSERT_EQUAL(len, 148);
@@ -305,6 +333,7 @@ static void test_all_to_all_needs_one_ini_per_remote_node(void)
 	for (int n = 0; n < N_NODES; n++)
 		CU_ASSERT_EQUAL(xm_tgts_on_node(n), P_PER_NODE * (N_NODES - 1));
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), NP * (N_NODES - 1));
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
 
 	/* everybody sends N_MSGS to everybody, interleaved */
 	for (int k = 0; k < N_MSGS; k++)
@@ -432,7 +461,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 static void tgt_lifetime(enum ofx_xrc_tgt mode)
 {
 	struct xm_proc *a, *b1, *b2;
-	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+	struct ofx_ep *e1, *f1, *e2, *f2;
 	DAT_EVENT ev;
 
 	setup(2);
@@ -462,16 +491,12 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 		CU_ASSERT_NOT_EQUAL(ev.event_data.dto_completion_event_data.status,
 				    DAT_DTO_SUCCESS);
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);	/* told */
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_DISCONNECTED);
 		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 		/* a new EP to node 1 gets a fresh INI QP */
-		e3 = xm_ep_new(a);
-		f3 = xm_ep_new(b2);
-		pair(a, e3, b2, f3, 1);
-		CU_ASSERT_EQUAL(stats(a).ini_created, 2);
+		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
-		CU_ASSERT_EQUAL(send_msg(e3, "fresh", 1), DAT_SUCCESS);
-		expect_recv(b2, f3, 2000, "fresh");
 	}
 	teardown(2);
 }
@@ -530,7 +555,7 @@ static void test_empty_srq_holds_messages_then_rnr_breaks_the_ini_qp(void)
 static void test_peer_gone_breaks_every_ep_on_its_ini_qp(void)
 {
 	struct xm_proc *a, *b1, *b2;
-	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
 	open_two_peers(OFX_XRC_TGT_DOMAIN, &a, &b1, &b2, &e1, &f1, &e2, &f2);
@@ -543,17 +568,14 @@ static void test_peer_gone_breaks_every_ep_on_its_ini_qp(void)
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
 	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
-	(void)f1;
+	/* the live peer is told; the dead one cannot be */
+	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	(void)f2;
 
 	/* a new connection to B1 works over a fresh INI QP */
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
-	e3 = xm_ep_new(a);
-	f3 = xm_ep_new(b1);
-	pair(a, e3, b1, f3, 1);
-	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
-	CU_ASSERT_EQUAL(send_msg(e3, "hi", 1), DAT_SUCCESS);
-	expect_recv(b1, f3, 2000, "hi");
+	pair_over_new_ini(a, b1, 2);
 	teardown(2);
 }
 
@@ -603,10 +625,10 @@ static void test_non_xrc_peer_gets_plain_rc(void)
 	/* stock sees its 48 bytes at offset 0; a REP makes the connection RC */
 	memset(big, 'x', sizeof(big));
 	pthread_mutex_lock(&ea->lock);
-	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 44, &offered), 0);
+	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 48, &offered), 0);
 	CU_ASSERT_TRUE(offered);
 	CU_ASSERT_TRUE(ofx_xrc_offered(ea));
-	CU_ASSERT_EQUAL(memcmp(ea->req_pdata, big, 44), 0);
+	CU_ASSERT_EQUAL(memcmp(ea->req_pdata, big, 48), 0);
 	CU_ASSERT_EQUAL(ofx_pdata_decode(ea->req_pdata, ea->req_pdata_len, &hdr), 0);
 	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
 	ofx_xrc_fallback(ea);
@@ -619,8 +641,8 @@ static void test_non_xrc_peer_gets_plain_rc(void)
 	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
 	CU_ASSERT_EQUAL(ofx_xrc_ep_reset(ea), 0);
 	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
-	/* more than 44 bytes: no room for the trailer, no offer */
-	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 45, &offered), 0);
+	/* more than 48 bytes: no room for the trailer, no offer */
+	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 49, &offered), 0);
 	CU_ASSERT_FALSE(offered);
 	/* p2p requested: no offer (p2p connections are RC) */
 	ea->p2p_attr = OFX_ON;
@@ -635,7 +657,7 @@ static void test_accept_declines_requests_without_an_offer(void)
 {
 	struct xm_proc *b;
 	struct ofx_ep *eb;
-	struct ofx_cr cr;
+	struct ofx_conn_req cr;
 	int ret = 0;
 
 	setup(1);
@@ -732,7 +754,7 @@ static void test_disconnect_while_pending_ends_both_sides(void)
 {
 	struct xm_proc *a, *b;
 	struct ofx_ep *ea, *eb;
-	struct ofx_cr cr;
+	struct ofx_conn_req cr;
 	bool offered;
 	int ret = -1;
 
@@ -740,7 +762,7 @@ static void test_disconnect_while_pending_ends_both_sides(void)
 	open_pair(&a, &ea, &b, &eb);
 	pthread_mutex_lock(&ea->lock);
 	ea->remote_addr = b->ia.addr;
-	ea->state = OFX_EP_ACTIVE_PENDING;
+	test_ep_force_state(ea, OFX_EP_ACTIVE_PENDING);
 	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, NULL, 0, &offered), 0);
 	pthread_mutex_unlock(&ea->lock);
 	memset(&cr, 0, sizeof(cr));
@@ -824,6 +846,1488 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 	teardown(2);
 }
 
+/* ---- issue 14: what mlx5 and the kernel refuse -------------------------- */
+
+/* An EP of `p` with `iov` request segments and 4 reads each way. */
+static struct ofx_ep *ep_with_iov(struct xm_proc *p, int iov)
+{
+	DAT_EP_ATTR a;
+	DAT_EP_HANDLE h = NULL;
+
+	memset(&a, 0, sizeof(a));
+	a.service_type = DAT_SERVICE_TYPE_RC;
+	a.max_recv_dtos = 8;
+	a.max_request_dtos = 16;
+	a.max_recv_iov = 1;
+	a.max_request_iov = iov;
+	a.max_rdma_read_in = 4;
+	a.max_rdma_read_out = 4;
+	a.max_message_size = 1u << 20;
+	a.max_rdma_size = 1u << 20;
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&p->ia, &p->pz, p->recv_evd, p->req_evd, p->conn_evd,
+					    &a, &h),
+			      DAT_SUCCESS);
+	return h;
+}
+
+static void test_model_refuses_masks_the_kernel_refuses(void)
+{
+	const int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
+	const int rtr = IBV_QP_STATE | IBV_QP_AV | IBV_QP_PATH_MTU | IBV_QP_DEST_QPN |
+			IBV_QP_RQ_PSN;
+	const int resp = IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_MIN_RNR_TIMER;
+	const int rts = IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT | IBV_QP_RNR_RETRY |
+			IBV_QP_SQ_PSN | IBV_QP_MAX_QP_RD_ATOMIC;
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_qp_init_attr_ex ini = { .qp_type = IBV_QPT_XRC_SEND,
+					   .comp_mask = IBV_QP_INIT_ATTR_PD,
+					   .cap = { .max_send_wr = 64, .max_send_sge = 1 } };
+	struct xm_proc *a;
+	struct ibv_qp *qp;
+
+	/* RESET->INIT: every type needs the access flags, the INI too */
+	for (int t = 0; t < 3; t++) {
+		enum ibv_qp_type type = t == 0 ? IBV_QPT_RC : t == 1 ? IBV_QPT_XRC_SEND :
+							IBV_QPT_XRC_RECV;
+
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_INIT, init));
+		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_INIT,
+						  init & ~IBV_QP_ACCESS_FLAGS));
+		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_RTR, rtr));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_RTS, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RTS, IBV_QPS_ERR, init));
+	}
+	/* INIT->RTR: responder attributes required of RC and TGT, refused of the INI */
+	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, rtr | resp));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, rtr));
+	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_XRC_RECV, IBV_QPS_INIT, IBV_QPS_RTR, rtr | resp));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_XRC_RECV, IBV_QPS_INIT, IBV_QPS_RTR,
+					  rtr | IBV_QP_MIN_RNR_TIMER));
+	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR,
+					 rtr | IBV_QP_ACCESS_FLAGS));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR, rtr | resp));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_XRC_SEND, IBV_QPS_INIT, IBV_QPS_RTR,
+					  IBV_QP_STATE | IBV_QP_DEST_QPN));
+	/* RTR->RTS: the INI as RC, the TGT only timeout and psn, no retries */
+	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_XRC_SEND, IBV_QPS_RTR, IBV_QPS_RTS, rts));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_XRC_SEND, IBV_QPS_RTR, IBV_QPS_RTS,
+					  rts & ~IBV_QP_MAX_QP_RD_ATOMIC));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_XRC_SEND, IBV_QPS_RTR, IBV_QPS_RTS,
+					  rts | IBV_QP_MIN_RNR_TIMER));
+	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_RC, IBV_QPS_RTR, IBV_QPS_RTS,
+					 rts | IBV_QP_MIN_RNR_TIMER));
+	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_XRC_RECV, IBV_QPS_RTR, IBV_QPS_RTS,
+					 IBV_QP_STATE | IBV_QP_TIMEOUT | IBV_QP_SQ_PSN));
+	CU_ASSERT_FALSE(xm_modify_allowed(IBV_QPT_XRC_RECV, IBV_QPS_RTR, IBV_QPS_RTS, rts));
+
+	/* a live INI: the old stripped mask is refused, and read depths above the caps */
+	setup(1);
+	a = xm_proc_open(0, "", OFX_XRC_TGT_DOMAIN);
+	ini.send_cq = ofx_evd_cq(a->req_evd);
+	ini.pd = &a->pd;
+	qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init & ~IBV_QP_ACCESS_FLAGS), EINVAL);
+	CU_ASSERT_EQUAL(qp->state, IBV_QPS_RESET);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init), 0);
+	attr.qp_state = IBV_QPS_RTR;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, rtr), 0);
+	attr.qp_state = IBV_QPS_RTS;
+	attr.max_rd_atomic = (uint8_t)(a->ia.dev_attr.max_qp_init_rd_atom + 1);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, rts), EINVAL);
+	attr.max_rd_atomic = 1;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, rts), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(qp), 0);
+	teardown(1);
+}
+
+static void test_model_mlx5_sizes_xrc_send_queues(void)
+{
+	struct ibv_qp_init_attr_ex ini = { .qp_type = IBV_QPT_XRC_SEND,
+					   .comp_mask = IBV_QP_INIT_ATTR_PD };
+	struct xm_proc *a;
+	struct ibv_qp *qp;
+
+	setup(1);
+	xm_device = &xm_dev_mlx5;
+	a = xm_proc_open(0, "", OFX_XRC_TGT_DOMAIN);
+	CU_ASSERT_EQUAL(a->ia.dev_attr.max_qp_wr, 32768);
+	CU_ASSERT_EQUAL(a->ia.dev_attr.max_sge, 30);
+	ini.send_cq = ofx_evd_cq(a->req_evd);
+	ini.pd = &a->pd;
+	/* what the provider asked for before: max_qp_wr - 1 and max_sge */
+	ini.cap.max_send_wr = 32767;
+	ini.cap.max_send_sge = 30;
+	CU_ASSERT_PTR_NULL(ofx_verbs->create_qp_ex(a->ia.verbs, &ini));
+	CU_ASSERT_EQUAL(errno, EINVAL);
+	/* 208 + 19 * 16 = 512 fits one WQE; 20 SGEs do not */
+	ini.cap.max_send_wr = 64;
+	ini.cap.max_send_sge = 20;
+	CU_ASSERT_PTR_NULL(ofx_verbs->create_qp_ex(a->ia.verbs, &ini));
+	ini.cap.max_send_sge = 19;
+	qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	ofx_verbs->destroy_qp(qp);
+	/* 4 SGEs: 272 bytes, 5 blocks of 64; 4095 WRs fill 32768 blocks, 8191 do not */
+	ini.cap.max_send_sge = 4;
+	ini.cap.max_inline_data = 0;
+	ini.cap.max_send_wr = 8191;
+	CU_ASSERT_PTR_NULL(ofx_verbs->create_qp_ex(a->ia.verbs, &ini));
+	ini.cap.max_send_wr = 4095;
+	qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	CU_ASSERT_EQUAL(ini.cap.max_inline_data, 320 - 208 - 4);
+	ofx_verbs->destroy_qp(qp);
+	teardown(1);
+}
+
+/* Issue 14: on mlx5 the INI QP asked for max_qp_wr - 1 WRs of max_sge SGEs. */
+static void test_ini_qp_fits_an_mlx5_device(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	struct ibv_qp_cap cap;
+
+	setup(2);
+	xm_device = &xm_dev_mlx5;
+	open_connected_pair(&a, &ea, &b, &eb);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_ini_qp(0, 0, &cap));
+	CU_ASSERT_TRUE(cap.max_send_sge >= 1 && cap.max_send_sge <= 19);
+	CU_ASSERT_TRUE(cap.max_send_wr >= 17);
+	CU_ASSERT_EQUAL(send_msg(ea, "fits", 1), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "fits");
+	teardown(2);
+}
+
+/*
+ * An EP whose 20 request SGEs an RC QP holds (192 + 320 bytes) but no XRC
+ * INI QP (208 + 320): the connect fails on both sides, nothing is left.
+ */
+static void test_ini_qp_that_cannot_be_made_fails_both_sides(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_device = &xm_dev_mlx5;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	ea = ep_with_iov(a, 20);
+	eb = xm_ep_new(b);
+	post_recv(eb, 1);
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(eb->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	teardown(2);
+}
+
+/*
+ * rdma_get_cm_event(3): a REQ's event gives the sender's initiator depth as
+ * responder_resources.  A (mlx5: 16 reads out) connects its INI to B (4
+ * reads in): B's TGT serves 4, A's INI may have 4 in flight, not 0.
+ */
+static void test_rdma_cm_carrier_negotiates_read_depths(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_use_cm = true;
+	xm_device = &xm_dev_mlx5;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	xm_device = &xm_dev_toy;
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	ea = xm_ep_new(a);
+	eb = xm_ep_new(b);
+	pair(a, ea, b, eb, 1);
+	CU_ASSERT_EQUAL(xm_tgt_max_dest_rd_atomic(1), 4);
+	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(0, 0, NULL)), 4);
+	CU_ASSERT_EQUAL(xm_tgt_max_dest_rd_atomic(0), 4);
+	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(1, 0, NULL)), 4);
+	CU_ASSERT_EQUAL(send_msg(ea, "deep", 1), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "deep");
+	teardown(2);
+}
+
+/* The RC accept (cm.c) grants from the REQ event's crossed depth fields. */
+static void test_rc_accept_grants_the_depths_the_peer_asked(void)
+{
+	struct rdma_conn_param req = { .initiator_depth = 3, .responder_resources = 1,
+				       .qp_num = 0x77 }, ev;
+	struct rdma_cm_id *active, *passive;
+	struct xm_proc *a, *b;
+	struct ofx_ep *eb;
+	struct ofx_conn_req cr;
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, "", OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, "", OFX_XRC_TGT_DOMAIN);
+	eb = ep_with_iov(b, 1);
+	passive = xm_cm_request(a, b, &req, &active, &ev);
+	/* the model says what rdma_get_cm_event(3) says */
+	CU_ASSERT_EQUAL(ev.responder_resources, 3);
+	CU_ASSERT_EQUAL(ev.initiator_depth, 1);
+
+	memset(&cr, 0, sizeof(cr));
+	cr.cm_id = passive;
+	cr.remote_addr = a->ia.addr;
+	cr.param = ev;
+	xm_refuse_accept = true; /* look at the parameters only */
+	pthread_mutex_lock(&eb->lock);
+	CU_ASSERT_NOT_EQUAL(ofx_cm_accept(eb, &cr, NULL, 0), 0);
+	pthread_mutex_unlock(&eb->lock);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_last_accept());
+	/* we serve the 3 reads A initiates; we initiate at most the 1 A serves */
+	CU_ASSERT_EQUAL(xm_last_accept()->responder_resources, 3);
+	CU_ASSERT_EQUAL(xm_last_accept()->initiator_depth, 1);
+	ofx_verbs->destroy_id(passive);
+	ofx_verbs->destroy_id(active);
+	teardown(2);
+}
+
+/* A bind would go to the EP's idle RC QP and never complete: refused at once. */
+static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
+{
+	static char mem[256];
+	DAT_REGION_DESCRIPTION region = { .for_va = mem };
+	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)mem, .segment_length = 64 };
+	DAT_RMR_COOKIE cookie = { .as_64 = 9 };
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	DAT_RMR_HANDLE rmr;
+	DAT_RMR_CONTEXT rkey = 0;
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	a->ia.dev_attr.device_cap_flags |= IBV_DEVICE_MEM_WINDOW;
+	a->ia.dev_attr.max_mw = 16;
+	a->req_evd->flags |= DAT_EVD_RMR_BIND_FLAG;
+	pair(a, ea, b, eb, 1);
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&a->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem),
+					     &a->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr,
+					     &lkey, NULL, NULL, NULL),
+			      DAT_SUCCESS);
+	iov.lmr_context = lkey;
+	CU_ASSERT_EQUAL_FATAL(ofx_rmr_create(&a->pz, &rmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr, lmr, &iov, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+						  DAT_VA_TYPE_VA, ea, cookie,
+						  DAT_COMPLETION_DEFAULT_FLAG, &rkey)),
+			DAT_MODEL_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(xm_binds(), 0);
+	/* and after the connection too (the RC QP is still unconnected) */
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_rmr_bind(rmr, lmr, &iov, DAT_MEM_PRIV_REMOTE_READ_FLAG,
+						  DAT_VA_TYPE_VA, ea, cookie,
+						  DAT_COMPLETION_DEFAULT_FLAG, &rkey)),
+			DAT_MODEL_NOT_SUPPORTED);
+	CU_ASSERT_EQUAL(xm_binds(), 0);
+	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
+	teardown(2);
+}
+
+/* An async event on an INI QP reaches xrc.c, not a struct ofx_obj misread. */
+static void test_async_events_on_an_ini_qp(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	struct ibv_qp *ini;
+	DAT_EVENT ev;
+	int broken = 0;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	e1 = xm_ep_new(a);
+	f1 = xm_ep_new(b);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	pair(a, e1, b, f1, 1);
+	pair(a, e2, b, f2, 1);
+	ini = xm_ini_qp(0, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
+
+	/* LAST_WQE_REACHED means nothing for a QP without receive queue */
+	xm_async_qp_event(a, ini, IBV_EVENT_QP_LAST_WQE_REACHED);
+	expect_empty(a->ia.async_evd);
+	expect_empty(a->conn_evd);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_CONNECTED);
+
+	/* QP_FATAL: both EPs on it are broken, on the async EVD too */
+	xm_async_qp_event(a, ini, IBV_EVENT_QP_FATAL);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	while (ofx_evd_dequeue(a->ia.async_evd, &ev) == DAT_SUCCESS) {
+		CU_ASSERT_EQUAL(ev.event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+		broken++;
+	}
+	CU_ASSERT_EQUAL(broken, 2);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	/* a new EP to that node gets a new INI QP */
+	CU_ASSERT_EQUAL(ofx_ep_reset(e1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+	xm_pump();
+	teardown(2);
+}
+
+/* ---- issue 14: completions, teardown and lifetimes as on mlx5 ------------ */
+
+/*
+ * mlx5 leaves a destroyed SRQ's CQEs in the CQ, and the poll that meets one
+ * fails with the completions it had taken before it: freeing an EP with
+ * unpolled receives must not cost the EP that shares its recv EVD.
+ */
+static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	open_pair(&a, &e1, &b, &f1);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	pair(a, e1, b, f1, 1);
+	pair(a, e2, b, f2, 1);
+	/* e2's completion first, e1's behind it in the same batch */
+	CU_ASSERT_EQUAL(send_msg(f2, "for e2", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f1, "for e1", 2), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_cq_pending(ofx_evd_cq(a->recv_evd)), 2);
+	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_cq_pending(ofx_evd_cq(a->recv_evd)), 0);
+	expect_recv(a, e2, 1000, "for e2");
+	expect_empty(a->recv_evd);	/* e1's went with it */
+	teardown(2);
+}
+
+#define N_SHARE 3
+#define N_OUT 2
+
+/*
+ * The last EP of a broken INI QP destroys it, and mlx5 cleans the QP's CQEs
+ * out of the CQ: every EP that shared it still gets one FLUSHED completion
+ * per outstanding DTO, with its own cookies, and BROKEN.
+ */
+static void test_broken_shared_ini_flushes_every_eps_dtos(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e[N_SHARE], *f[N_SHARE];
+	int flushed[N_SHARE] = { 0 };
+	DAT_EVENT ev;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	for (int i = 0; i < N_SHARE; i++) {
+		e[i] = xm_ep_new(a);
+		f[i] = xm_ep_new(b);
+		pair(a, e[i], b, f[i], 0);
+	}
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	/* no receive on B: the sends wait in the INI QP (RNR) */
+	for (int i = 0; i < N_SHARE; i++)
+		for (int k = 0; k < N_OUT; k++)
+			CU_ASSERT_EQUAL(send_msg(e[i], "held", (uint64_t)(i * 10 + k)), DAT_SUCCESS);
+	xm_pump();
+	expect_empty(a->req_evd);
+	xm_async_qp_event(a, xm_ini_qp(0, 0, NULL), IBV_EVENT_QP_FATAL);
+	for (int i = 0; i < N_SHARE; i++)
+		expect_conn(a, e[i], DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	while (ofx_evd_dequeue(a->req_evd, &ev) == DAT_SUCCESS) {
+		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		int i = (int)(d->user_cookie.as_64 / 10);
+
+		CU_ASSERT_EQUAL(d->status, DAT_DTO_ERR_FLUSHED);
+		CU_ASSERT_FATAL(i >= 0 && i < N_SHARE);
+		CU_ASSERT_PTR_EQUAL(d->ep_handle, e[i]);
+		CU_ASSERT_EQUAL(d->user_cookie.as_64 % 10, (uint64_t)flushed[i]);
+		flushed[i]++;
+	}
+	for (int i = 0; i < N_SHARE; i++)
+		CU_ASSERT_EQUAL(flushed[i], N_OUT);
+	teardown(2);
+}
+
+/*
+ * ibv_destroy_qp waits until the QP's async events are acknowledged, and
+ * the async handler takes the XRC lock: the INI QP must be destroyed
+ * without it.
+ */
+static void test_ini_qp_destroy_waits_for_its_async_event_without_the_lock(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	open_connected_pair(&a, &ea, &b, &eb);
+	/* an event the handler only logs: what matters is that it can run */
+	xm_async_qp_event_unacked(a, xm_ini_qp(0, 0, NULL), IBV_EVENT_SQ_DRAINED);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	teardown(2);
+}
+
+/*
+ * Under 2b the TGT behind A's INI QP dies with B1 while B2's EP keeps the
+ * INI QP: B2 refuses that TGT for the next EP, and the one after must get
+ * a new INI QP rather than the same refusal.
+ */
+static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
+{
+	struct xm_proc *a, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+
+	setup(2);
+	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	xm_proc_close(b1);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+
+	e3 = xm_ep_new(a);
+	f3 = xm_ep_new(b2);
+	xm_connect(a, e3, b2, f3, NULL, 0, NULL, 0);
+	expect_conn(a, e3, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b2, f3, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(stats(b2).refused, 1);
+
+	pair_over_new_ini(a, b2, 2);
+	teardown(2);
+}
+
+/*
+ * A's INI QP breaks: B, whose EPs reached A through it, hears a DISC and
+ * ends them instead of staying half-open, and it sends no fence to A's
+ * destroyed SRQs: B's INI QP, which it shares with an EP to C on A's node,
+ * keeps working.
+ */
+static void test_broken_connection_tells_the_peer(void)
+{
+	struct xm_proc *a, *b, *c;
+	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	c = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	e1 = xm_ep_new(a);
+	f1 = xm_ep_new(b);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	e3 = xm_ep_new(c);
+	f3 = xm_ep_new(b);
+	pair(a, e1, b, f1, 1);
+	pair(a, e2, b, f2, 1);
+	pair(c, e3, b, f3, 2);
+	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
+
+	xm_async_qp_event(a, xm_ini_qp(0, 0, NULL), IBV_EVENT_QP_FATAL);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	xm_pump();
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(send_msg(f1, "late", 1),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
+	/* B's INI QP to node 0 is intact */
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(f3->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(send_msg(f3, "to c", 2), DAT_SUCCESS);
+	expect_recv(c, e3, 1000, "to c");
+	teardown(2);
+}
+
+#define N_CHURN 200
+
+/*
+ * Connect/disconnect churn between two processes: every cycle makes a new
+ * INI QP pair (the last EP took the old one along), and the TGT made for
+ * the old INI QP goes when its sender says the INI QP is gone.  One TGT
+ * per node while connected, none once every EP is freed.
+ */
+static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	int most = 0;
+
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	for (int i = 0; i < N_CHURN; i++) {
+		pair(a, ea, b, eb, 1);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+		xm_pump();
+		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
+		xm_pump();
+		for (int n = 0; n < 2; n++)
+			most = xm_tgts_on_node(n) > most ? xm_tgts_on_node(n) : most;
+		drain_sends(a);
+		drain_sends(b);
+	}
+	CU_ASSERT(most <= 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created, N_CHURN);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, N_CHURN);
+	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_free(eb), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 0);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+	CU_ASSERT_EQUAL(stats(a).tgt_handles, 0);
+	CU_ASSERT_EQUAL(stats(b).tgt_handles, 0);
+	teardown(2);
+}
+
+#define N_EPS 6
+
+/* A message each way over a connected pair, into receives `ck_a` and `ck_b`. */
+static void ping_pong(struct xm_proc *a, struct ofx_ep *ea, uint64_t ck_a, struct xm_proc *b,
+		      struct ofx_ep *eb, uint64_t ck_b)
+{
+	CU_ASSERT_EQUAL(send_msg(ea, "ping", 3), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(eb, "pong", 4), DAT_SUCCESS);
+	expect_recv(b, eb, ck_b, "ping");
+	expect_recv(a, ea, ck_a, "pong");
+}
+
+/* `p`'s connections so far: `n`, every one over XRC. */
+static void expect_xrc_only(struct xm_proc *p, unsigned long n)
+{
+	struct ofx_xrc_stats s = stats(p);
+
+	CU_ASSERT_EQUAL(s.conn_xrc, n);
+	CU_ASSERT_EQUAL(s.conn_rc, 0);
+}
+#define XM_RC_INIT_MASK \
+	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
+
+/*
+ * The QP saving XRC is for: N EPs from A to each of B and C (three nodes),
+ * all over XRC, and not one RC QP among them, before or after connecting;
+ * one INI QP per process and remote node.
+ */
+static void test_xrc_eps_own_no_rc_qp(void)
+{
+	struct xm_proc *a, *peer[2];
+	struct ofx_ep *ea[2][N_EPS], *ep[2][N_EPS];
+
+	setup(3);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	for (int n = 0; n < 2; n++) {
+		peer[n] = xm_proc_open(n + 1, domfile[n + 1], OFX_XRC_TGT_DOMAIN);
+		for (int i = 0; i < N_EPS; i++) {
+			ea[n][i] = xm_ep_new(a);
+			ep[n][i] = xm_ep_new(peer[n]);
+		}
+	}
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	for (int n = 0; n < 2; n++)
+		for (int i = 0; i < N_EPS; i++)
+			pair(a, ea[n][i], peer[n], ep[n][i], 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	expect_xrc_only(a, 2 * N_EPS);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 2);
+	for (int n = 0; n < 2; n++) {
+		CU_ASSERT_EQUAL(stats(peer[n]).ini_live, 1);
+		expect_xrc_only(peer[n], N_EPS);
+	}
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 4);
+	/* the receives posted before connecting went to the SRQs */
+	CU_ASSERT_EQUAL(send_msg(ea[1][N_EPS - 1], "last", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(ep[0][0], "first", 2), DAT_SUCCESS);
+	expect_recv(peer[1], ep[1][N_EPS - 1], 2000, "last");
+	expect_recv(a, ea[0][0], 1000, "first");
+	/* a reset after an XRC connection builds no RC QP either */
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea[0][0], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(peer[0], ep[0][0], DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(a, ea[0][0], DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea[0][0]), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ep[0][0]), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	pair(a, ea[0][0], peer[0], ep[0][0], 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	teardown(3);
+}
+
+/*
+ * An RC QP exists only for a connection that runs over RC: the offer's REQ
+ * names one (a peer without XRC connects to it) and the XRC answer closes
+ * it; a plain REP keeps it for the connection, and reset or free takes it.
+ * On the passive side a request without the offer makes one.
+ */
+static void test_rc_qp_only_for_a_connection_over_rc(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ofx_conn_req cr;
+	bool offered = false;
+	int ret = -1;
+
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	post_recv(ea, 1);
+
+	/* active: the peer answers the offer with a REP (it runs no XRC) */
+	pthread_mutex_lock(&ea->lock);
+	ea->remote_addr = b->ia.addr;
+	test_ep_force_state(ea, OFX_EP_ACTIVE_PENDING);
+	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, "hi", 3, &offered), 0);
+	CU_ASSERT_TRUE(offered);
+	CU_ASSERT_PTR_NOT_NULL(ea->qp);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 1);
+	ofx_xrc_fallback(ea);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 1);
+	/* the receive held since before connect goes to the RC QP at INIT */
+	CU_ASSERT_EQUAL(ofx_ep_recv_go_live(ea, false), -EINVAL);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(ea->qp, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(ofx_ep_recv_go_live(ea, false), 0);
+	CU_ASSERT_EQUAL(xm_rc_recvs(), 1);
+	test_ep_force_state(ea, OFX_EP_DISCONNECTED);
+	pthread_mutex_unlock(&ea->lock);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+	CU_ASSERT_PTR_NULL(ea->qp);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	CU_ASSERT_EQUAL(stats(a).conn_rc, 1);
+
+	/* passive: a request without the offer (a stock peer) */
+	memset(&cr, 0, sizeof(cr));
+	pthread_mutex_lock(&eb->lock);
+	CU_ASSERT_FALSE(ofx_xrc_accept(eb, &cr, NULL, 0, &ret));
+	pthread_mutex_unlock(&eb->lock);
+	CU_ASSERT_PTR_NOT_NULL(eb->qp);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 1);
+	CU_ASSERT_EQUAL(ofx_ep_free(eb), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+
+	/* the next connection of the same active EP is XRC again: no RC QP */
+	eb = xm_ep_new(b);
+	pair(a, ea, b, eb, 1);
+	CU_ASSERT_PTR_NULL(ea->qp);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	teardown(2);
+}
+
+/*
+ * dtest and dtestcm send 48 bytes of connect data, every byte RC leaves
+ * beside our trailer: they run over XRC, and each side gets its peer's
+ * exact bytes (the REQ's at P, the largest XRC accept's at A).
+ */
+static void test_48_byte_request_and_largest_accept_run_over_xrc(void)
+{
+	unsigned char req[48], acc[OFX_XRC_ACCEPT_MAX];
+	struct ofx_pdata_hdr hdr;
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	DAT_EVENT ev;
+
+	for (size_t i = 0; i < sizeof(req); i++)
+		req[i] = (unsigned char)(0xa0 + i);
+	for (size_t i = 0; i < sizeof(acc); i++)
+		acc[i] = (unsigned char)(7 * i + 1);
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	post_recv(ea, 1);
+	post_recv(eb, 2);
+	xm_connect(a, ea, b, eb, req, sizeof(req), acc, sizeof(acc));
+	/* what P's CR reports: the consumer's 48 bytes at offset 0 */
+	CU_ASSERT_EQUAL_FATAL(ofx_pdata_decode(ea->req_pdata, ea->req_pdata_len, &hdr), 0);
+	CU_ASSERT_EQUAL(ea->req_pdata_len, 56);
+	CU_ASSERT_EQUAL(hdr.consumer_len, sizeof(req));
+	CU_ASSERT_EQUAL(memcmp(ea->req_pdata, req, sizeof(req)), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(a->conn_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(ev.event_data.connect_event_data.private_data_size, sizeof(acc));
+	CU_ASSERT_EQUAL(memcmp(ev.event_data.connect_event_data.private_data, acc, sizeof(acc)),
+			0);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_ESTABLISHED);
+	expect_xrc_only(a, 1);
+	expect_xrc_only(b, 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	/* the receives posted before connecting (cookies 1 and 2) */
+	ping_pong(a, ea, 1, b, eb, 2);
+	teardown(2);
+}
+
+
+
+/* ---- issue 14 leftovers: a TGT's creator killed ------------------------------ */
+
+/*
+ * B1 created the TGT behind A's INI QP to node 1; B2 (same node, same
+ * domain) is reached through it.  B1's own EP is idle (its peer
+ * disconnected it) when B1 is killed: its handles close without any of its
+ * code running (no INI-CLOSE, no DISC).  2a: B2's handle keeps the TGT,
+ * traffic both ways goes on, and the TGT goes when B2's connection through
+ * it ends.  2b: the TGT dies with B1; A's next send through it kills the
+ * INI QP (every EP on it BROKEN, B2 told), and the next EP gets a new pair.
+ * Either way A's TGT for B1's INI QP stays until A closes (xrc.h 7).
+ */
+static void tgt_creator_killed(enum ofx_xrc_tgt mode)
+{
+	struct xm_proc *a, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	DAT_EVENT ev;
+
+	setup(2);
+	open_two_peers(mode, &a, &b1, &b2, &e1, &f1, &e2, &f2);
+	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
+	CU_ASSERT_EQUAL(stats(b2).tgt_created, 0);
+	CU_ASSERT_EQUAL(stats(b2).tgt_handles, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 2);	/* A's, for B1's and B2's INI QPs */
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+
+	/* A hangs up on B1's EP, then B1 dies holding the TGT's creator handle */
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);	/* e2 still holds it */
+	xm_proc_kill(b1);
+	xm_pump();
+	expect_empty(a->conn_evd);
+	expect_empty(b2->conn_evd);
+
+	CU_ASSERT_EQUAL(send_msg(e2, "after b1 died", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "b2 to a", 2), DAT_SUCCESS);
+	xm_pump();
+	if (mode == OFX_XRC_TGT_DOMAIN) {
+		/* 2a: B2's handle alone holds the TGT; nothing broke */
+		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		CU_ASSERT_EQUAL(stats(b2).tgt_handles, 1);
+		expect_recv(b2, f2, 2000, "after b1 died");
+		expect_recv(a, e2, 1000, "b2 to a");
+		CU_ASSERT_EQUAL(send_msg(e2, "and again", 3), DAT_SUCCESS);
+		expect_recv(b2, f2, 2001, "and again");
+		CU_ASSERT_EQUAL(drain_sends(a), 2);
+		CU_ASSERT_EQUAL(drain_sends(b2), 1);
+		CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+		CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+		expect_empty(a->conn_evd);
+		/* the connection through it ends: B2's handle goes, and the TGT */
+		CU_ASSERT_EQUAL(ofx_ep_disconnect(f2, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+		xm_pump();
+		expect_conn(a, e2, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+		CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	} else {
+		/* 2b: the TGT went with B1: A's INI QP breaks, and e2 with it */
+		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+		expect_empty(b2->recv_evd);
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(a->req_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status,
+				DAT_DTO_ERR_TRANSPORT);
+		CU_ASSERT_PTR_EQUAL(ev.event_data.dto_completion_event_data.ep_handle, e2);
+		expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+		/* B2's send went the other way, over its own INI QP, before the DISC */
+		expect_recv(a, e2, 1000, "b2 to a");
+		CU_ASSERT_EQUAL(send_msg(e2, "dead", 3),
+				OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
+		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+		/* the next EP to node 1 gets a new INI QP, B2 makes its TGT */
+		pair_over_new_ini(a, b2, 2);
+		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+	}
+	/*
+	 * No TGT leaks: B1's INI QP went with its EP's connection before B1
+	 * died, so its INI-CLOSE took A's TGT for it; under 2b B2's new
+	 * connection has A keep the one for B2's new INI QP.
+	 */
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), mode == OFX_XRC_TGT_DOMAIN ? 0 : 1);
+	CU_ASSERT_EQUAL(stats(a).tgt_handles, mode == OFX_XRC_TGT_DOMAIN ? 0 : 1);
+	teardown(2);
+}
+
+static void test_tgt_creator_killed_domain_keeps_traffic(void)
+{
+	tgt_creator_killed(OFX_XRC_TGT_DOMAIN);
+}
+
+static void test_tgt_creator_killed_exit_breaks_the_ini(void)
+{
+	tgt_creator_killed(OFX_XRC_TGT_EXIT);
+}
+
+/*
+ * The creator dies with its own EP still connected: A does not know until
+ * it sends to it (or fences it): then the shared INI QP dies, the EP to B2
+ * breaks too and B2 hears a DISC; 2a's handle is dropped with it.
+ */
+static void test_tgt_creator_killed_while_connected_breaks_the_shared_ini(void)
+{
+	struct xm_proc *a, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	open_two_peers(OFX_XRC_TGT_DOMAIN, &a, &b1, &b2, &e1, &f1, &e2, &f2);
+	xm_proc_kill(b1);
+	xm_pump();
+	expect_empty(a->conn_evd);
+	CU_ASSERT_EQUAL(send_msg(e2, "still fine", 1), DAT_SUCCESS);
+	expect_recv(b2, f2, 2000, "still fine");
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_CONNECTED);	/* nobody said anything */
+	CU_ASSERT_EQUAL(send_msg(e1, "to the dead", 2), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+	/* B2's INI QP went with its last EP's connection, and A's TGT for it */
+	CU_ASSERT_EQUAL(stats(b2).ini_live, 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	/*
+	 * A's TGT for the dead B1's INI QP waits for an INI-CLOSE that will
+	 * never come (xrc.h 7): it goes when A closes, not before.
+	 */
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+	CU_ASSERT_EQUAL(stats(a).tgt_handles, 1);
+	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_free(e2), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+	xm_proc_close(a);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 0);
+	teardown(2);
+}
+
+/* ---- issue 14 leftovers: DAT-level sequences over the model's rdma_cm ------- */
+
+#define QUAL 7000
+
+static DAT_PSP_HANDLE psp_open(struct xm_proc *p)
+{
+	DAT_PSP_HANDLE psp = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_psp_create(&p->ia, QUAL, p->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp),
+			      DAT_SUCCESS);
+	return psp;
+}
+
+/* `ea` of `a` connects to `b`'s PSP: the CR that arrives, its fields checked. */
+static DAT_CR_HANDLE dat_request(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
+				 DAT_PSP_HANDLE psp, const void *pdata, int len)
+{
+	DAT_CR_ARRIVAL_EVENT_DATA *d;
+	DAT_CR_PARAM param;
+	DAT_EVENT ev;
+
+	CU_ASSERT_EQUAL(ofx_ep_connect(ea, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, len, (DAT_PVOID)pdata,
+				       DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+	d = &ev.event_data.cr_arrival_event_data;
+	CU_ASSERT_PTR_EQUAL(d->sp_handle.psp_handle, psp);
+	CU_ASSERT_EQUAL(d->conn_qual, QUAL);
+	CU_ASSERT_EQUAL_FATAL(ofx_cr_query(d->cr_handle, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.private_data_size, len);
+	if (len)
+		CU_ASSERT_EQUAL(memcmp(param.private_data, pdata, (size_t)len), 0);
+	return d->cr_handle;
+}
+
+/* The next connection event of `p` is ESTABLISHED for `ep`, with `len` bytes `pdata`. */
+#define expect_established(p, ep, pdata, len) expect_established_at(p, ep, pdata, len, __LINE__)
+static void expect_established_at(struct xm_proc *p, struct ofx_ep *ep, const void *pdata,
+				  int len, int line)
+{
+	DAT_CONNECTION_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	if (ofx_evd_dequeue(p->conn_evd, &ev) != DAT_SUCCESS) {
+		fprintf(stderr, "no connection event at line %d\n", line);
+		CU_FAIL_FATAL("no connection event");
+	}
+	d = &ev.event_data.connect_event_data;
+	if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED)
+		fprintf(stderr, "event 0x%x at line %d\n", ev.event_number, line);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
+	CU_ASSERT_EQUAL(d->private_data_size, len);
+	if (len && d->private_data_size == len)
+		CU_ASSERT_EQUAL(memcmp(d->private_data, pdata, (size_t)len), 0);
+}
+
+#define N_CLIENTS 4
+
+/*
+ * dapltest's server: one EP behind a PSP serves clients one after the
+ * other (accept, traffic, disconnect, reset, accept), from two nodes and
+ * several processes.  A CR that arrives before the reset cannot be taken by
+ * the EP (DAT_INVALID_STATE) and stays pending until it is.  Every round
+ * runs over XRC, each side ends with exactly its two events, and the
+ * server's node never holds more than one TGT and one INI QP.
+ */
+static void test_dapltest_server_ep_serves_clients_in_a_row(void)
+{
+	struct xm_proc *srv, *cl[N_CLIENTS];
+	struct ofx_ep *es, *ec[N_CLIENTS];
+	DAT_PSP_HANDLE psp;
+	char req[32], acc[32], text[MSG_LEN];
+
+	setup(3);
+	xm_use_cm = true;
+	srv = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	for (int i = 0; i < N_CLIENTS; i++)
+		cl[i] = xm_proc_open(i == 2 ? 2 : 0, domfile[i == 2 ? 2 : 0], OFX_XRC_TGT_DOMAIN);
+	es = xm_ep_new(srv);
+	psp = psp_open(srv);
+	for (int i = 0; i < N_CLIENTS; i++) {
+		DAT_CR_HANDLE cr;
+
+		ec[i] = xm_ep_new(cl[i]);
+		post_recv(ec[i], 100 + i);
+		if (i == 0)
+			post_recv(es, 200);
+		snprintf(req, sizeof(req), "client %d", i);
+		snprintf(acc, sizeof(acc), "server for %d", i);
+		cr = dat_request(cl[i], ec[i], srv, psp, req, (int)strlen(req) + 1);
+		if (i > 0) {
+			DAT_EP_STATE st;
+			DAT_BOOLEAN in_idle, out_idle;
+
+			/* the EP is still DISCONNECTED from the previous client */
+			CU_ASSERT_EQUAL(ofx_cr_accept(cr, es, 0, NULL),
+					OFX_DAT_ERR(DAT_INVALID_STATE,
+						    DAT_INVALID_STATE_EP_NOTREADY));
+			/*
+			 * A receive posted now waits in the EP (no SRQ takes it)
+			 * and the reset drops it without an event, as an RC
+			 * EP's reset drops what its old QP held: dapltest
+			 * posts after the reset.
+			 */
+			post_recv(es, 900 + i);
+			CU_ASSERT_EQUAL(ofx_ep_get_status(es, &st, &in_idle, &out_idle),
+					DAT_SUCCESS);
+			CU_ASSERT_EQUAL(st, DAT_EP_STATE_DISCONNECTED);
+			CU_ASSERT_EQUAL(in_idle, DAT_FALSE);
+			CU_ASSERT_EQUAL(ofx_ep_reset(es), DAT_SUCCESS);
+			CU_ASSERT_EQUAL(ofx_ep_get_status(es, &st, &in_idle, &out_idle),
+					DAT_SUCCESS);
+			CU_ASSERT_EQUAL(st, DAT_EP_STATE_UNCONNECTED);
+			CU_ASSERT_EQUAL(in_idle, DAT_TRUE);
+			CU_ASSERT_EQUAL(out_idle, DAT_TRUE);
+			expect_empty(srv->recv_evd);
+			post_recv(es, 200 + i);
+		}
+		CU_ASSERT_EQUAL(ofx_cr_accept(cr, es, (DAT_COUNT)strlen(acc) + 1, acc),
+				DAT_SUCCESS);
+		xm_pump();
+		expect_established(cl[i], ec[i], acc, (int)strlen(acc) + 1);
+		expect_established(srv, es, NULL, 0);
+		CU_ASSERT_EQUAL(stats(srv).ini_live, 1);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+
+		snprintf(text, sizeof(text), "to server from %d", i);
+		CU_ASSERT_EQUAL(send_msg(ec[i], text, 1), DAT_SUCCESS);
+		expect_recv(srv, es, 200 + i, text);
+		snprintf(text, sizeof(text), "to client %d", i);
+		CU_ASSERT_EQUAL(send_msg(es, text, 2), DAT_SUCCESS);
+		expect_recv(cl[i], ec[i], 100 + i, text);
+		xm_pump();
+		CU_ASSERT_EQUAL(drain_sends(cl[i]), 1);
+		CU_ASSERT_EQUAL(drain_sends(srv), 1);
+
+		/* the client hangs up, as dapltest's does */
+		CU_ASSERT_EQUAL(ofx_ep_disconnect(ec[i], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+		xm_pump();
+		expect_conn(srv, es, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_conn(cl[i], ec[i], DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_empty(srv->conn_evd);
+		expect_empty(cl[i]->conn_evd);
+		expect_empty(srv->cr_evd);
+		CU_ASSERT_EQUAL(ofx_ep_free(ec[i]), DAT_SUCCESS);
+		xm_pump();
+		/* nothing of the round is left: QPs, TGTs, SRQs */
+		CU_ASSERT_EQUAL(stats(srv).ini_live, 0);
+		CU_ASSERT_EQUAL(stats(cl[i]).ini_live, 0);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(0) + xm_tgts_on_node(1) + xm_tgts_on_node(2), 0);
+		CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+		CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	}
+	expect_xrc_only(srv, N_CLIENTS);
+	CU_ASSERT_EQUAL(stats(srv).tgt_created, N_CLIENTS);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(3);
+}
+
+#define N_TX_EPS 4
+#define N_TX_ROUNDS 3
+#define TX_LEN 48
+
+/*
+ * dapltest's transaction test: several EPs between one process pair, one
+ * recv and one request EVD for all of them, each round a SEND, an RDMA
+ * WRITE and an RDMA READ per EP, the sends and writes unsignalled
+ * (DAT_COMPLETION_SUPPRESS_FLAG) on odd rounds.  Every byte lands where it
+ * was meant to, the request EVD reports exactly the signalled ones (with
+ * their EP, cookie, operation and length), and all of it rides one INI QP
+ * per direction.
+ */
+static void test_transaction_mix_over_shared_ini_qps(void)
+{
+	/* B's target of the writes and source of the reads; A's the other way */
+	static struct {
+		char w[N_TX_EPS][TX_LEN], r[N_TX_EPS][TX_LEN];
+	} mem_b, mem_a;
+	char (*wdst)[TX_LEN] = mem_b.w, (*rsrc)[TX_LEN] = mem_b.r;
+	char (*wsrc)[TX_LEN] = mem_a.w, (*rdst)[TX_LEN] = mem_a.r;
+	DAT_LMR_HANDLE lmr_b, lmr_a;
+	DAT_LMR_CONTEXT lkey_b, lkey_a;
+	DAT_RMR_CONTEXT rkey_b, rkey_a;
+	DAT_REGION_DESCRIPTION reg;
+	struct xm_proc *a, *b;
+	struct ofx_ep *e[N_TX_EPS], *f[N_TX_EPS];
+	char text[MSG_LEN];
+	DAT_EVENT ev;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	/* one registration per side covers its buffers */
+	reg.for_va = &mem_b;
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(mem_b), &b->pz,
+					     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr_b, &lkey_b,
+					     &rkey_b, NULL, NULL),
+			      DAT_SUCCESS);
+	reg.for_va = &mem_a;
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&a->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(mem_a), &a->pz,
+					     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr_a, &lkey_a,
+					     &rkey_a, NULL, NULL),
+			      DAT_SUCCESS);
+	for (int i = 0; i < N_TX_EPS; i++) {
+		e[i] = xm_ep_new(a);
+		f[i] = xm_ep_new(b);
+		pair(a, e[i], b, f[i], N_TX_ROUNDS);
+	}
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
+
+	for (int r = 0; r < N_TX_ROUNDS; r++) {
+		DAT_COMPLETION_FLAGS fl = r % 2 ? DAT_COMPLETION_SUPPRESS_FLAG :
+						  DAT_COMPLETION_DEFAULT_FLAG;
+		int want = 0, got_rd[N_TX_EPS] = { 0 }, got_sr[N_TX_EPS] = { 0 };
+		int got_wr[N_TX_EPS] = { 0 };
+
+		for (int i = 0; i < N_TX_EPS; i++) {
+			DAT_LMR_TRIPLET w = { .lmr_context = lkey_a, .segment_length = TX_LEN,
+					      .virtual_address = (uintptr_t)wsrc[i] };
+			DAT_LMR_TRIPLET rd = { .lmr_context = lkey_a, .segment_length = TX_LEN,
+					       .virtual_address = (uintptr_t)rdst[i] };
+			DAT_RMR_TRIPLET wt = { .rmr_context = rkey_b, .segment_length = TX_LEN,
+					       .virtual_address = (uintptr_t)wdst[i] };
+			DAT_RMR_TRIPLET rs = { .rmr_context = rkey_b, .segment_length = TX_LEN,
+					       .virtual_address = (uintptr_t)rsrc[i] };
+			DAT_DTO_COOKIE cw = { .as_64 = (uint64_t)(r * 100 + i * 10 + 1) };
+			DAT_DTO_COOKIE cr = { .as_64 = (uint64_t)(r * 100 + i * 10 + 2) };
+
+			snprintf(wsrc[i], TX_LEN, "write r%d ep%d", r, i);
+			snprintf(rsrc[i], TX_LEN, "read r%d ep%d", r, i);
+			memset(rdst[i], 0, TX_LEN);
+			snprintf(text, sizeof(text), "send r%d ep%d", r, i);
+			CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e[i], 1, &w, cw, &wt, fl),
+					DAT_SUCCESS);
+			CU_ASSERT_EQUAL(ofx_ep_post_rdma_read(e[i], 1, &rd, cr, &rs,
+							      DAT_COMPLETION_DEFAULT_FLAG),
+					DAT_SUCCESS);
+			if (fl == DAT_COMPLETION_SUPPRESS_FLAG) {
+				char buf[MSG_LEN];
+				DAT_LMR_TRIPLET iov = { .lmr_context = 1,
+							.virtual_address = (uintptr_t)buf,
+							.segment_length = strlen(text) + 1 };
+				DAT_DTO_COOKIE cs = { .as_64 = (uint64_t)(r * 100 + i * 10 + 3) };
+
+				snprintf(buf, sizeof(buf), "%s", text);
+				CU_ASSERT_EQUAL(ofx_ep_post_send(e[i], 1, &iov, cs, fl),
+						DAT_SUCCESS);
+				want += 1;		/* the read */
+			} else {
+				CU_ASSERT_EQUAL(send_msg(e[i], text,
+							 (uint64_t)(r * 100 + i * 10 + 3)),
+						DAT_SUCCESS);
+				want += 3;
+			}
+		}
+		xm_pump();
+		/* the bytes: written into B, read from B, received by B's EPs */
+		for (int i = 0; i < N_TX_EPS; i++) {
+			snprintf(text, sizeof(text), "write r%d ep%d", r, i);
+			CU_ASSERT_STRING_EQUAL(wdst[i], text);
+			snprintf(text, sizeof(text), "read r%d ep%d", r, i);
+			CU_ASSERT_STRING_EQUAL(rdst[i], text);
+		}
+		for (int i = 0; i < N_TX_EPS; i++) {
+			CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->recv_evd, &ev), DAT_SUCCESS);
+			CU_ASSERT_PTR_EQUAL(ev.event_data.dto_completion_event_data.ep_handle,
+					    f[i]);
+			snprintf(text, sizeof(text), "send r%d ep%d", r, i);
+			CU_ASSERT_STRING_EQUAL(buf_of(f[i], 2000 + r), text);
+			CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64,
+					2000 + r);
+		}
+		expect_empty(b->recv_evd);
+		/* one DTO EVD for every EP: exactly the signalled completions */
+		for (int k = 0; k < want; k++) {
+			DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+			int i, op;
+
+			CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(a->req_evd, &ev), DAT_SUCCESS);
+			CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
+			CU_ASSERT_EQUAL((int)(d->user_cookie.as_64 / 100), r);
+			i = (int)(d->user_cookie.as_64 / 10 % 10);
+			op = (int)(d->user_cookie.as_64 % 10);
+			CU_ASSERT_FATAL(i < N_TX_EPS);
+			CU_ASSERT_PTR_EQUAL(d->ep_handle, e[i]);
+			switch (op) {
+			case 1:
+				CU_ASSERT_EQUAL(d->operation, DAT_DTO_RDMA_WRITE);
+				CU_ASSERT_EQUAL(d->transfered_length, TX_LEN);
+				got_wr[i]++;
+				break;
+			case 2:
+				CU_ASSERT_EQUAL(d->operation, DAT_DTO_RDMA_READ);
+				CU_ASSERT_EQUAL(d->transfered_length, TX_LEN);
+				/* in order on the EP: its write came first */
+				CU_ASSERT_EQUAL(got_wr[i], fl == DAT_COMPLETION_SUPPRESS_FLAG ? 0 : 1);
+				got_rd[i]++;
+				break;
+			default:
+				CU_ASSERT_EQUAL(d->operation, DAT_DTO_SEND);
+				got_sr[i]++;
+				break;
+			}
+		}
+		expect_empty(a->req_evd);
+		for (int i = 0; i < N_TX_EPS; i++) {
+			CU_ASSERT_EQUAL(got_rd[i], 1);
+			CU_ASSERT_EQUAL(got_wr[i], fl == DAT_COMPLETION_SUPPRESS_FLAG ? 0 : 1);
+			CU_ASSERT_EQUAL(got_sr[i], fl == DAT_COMPLETION_SUPPRESS_FLAG ? 0 : 1);
+		}
+	}
+	/* the point of XRC: one INI QP each way, one TGT per node, no RC QP */
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	CU_ASSERT_EQUAL(xm_live_srqs(), 2 * N_TX_EPS);
+
+	/* a bad rkey is the peer's access error: it kills the shared INI QP */
+	{
+		DAT_LMR_TRIPLET w = { .lmr_context = lkey_a, .segment_length = TX_LEN,
+				      .virtual_address = (uintptr_t)wsrc[0] };
+		DAT_RMR_TRIPLET wt = { .rmr_context = rkey_b + 0x100, .segment_length = TX_LEN,
+				       .virtual_address = (uintptr_t)wdst[0] };
+		DAT_DTO_COOKIE c = { .as_64 = 999 };
+
+		CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e[0], 1, &w, c, &wt,
+						       DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+		xm_pump();
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(a->req_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 999);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status,
+				DAT_DTO_ERR_REMOTE_ACCESS);
+		for (int i = 0; i < N_TX_EPS; i++)
+			expect_conn(a, e[i], DAT_CONNECTION_EVENT_BROKEN);
+		for (int i = 0; i < N_TX_EPS; i++)
+			expect_conn(b, f[i], DAT_CONNECTION_EVENT_DISCONNECTED);
+	}
+	for (int i = 0; i < N_TX_EPS; i++) {
+		CU_ASSERT_EQUAL(ofx_ep_free(e[i]), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ofx_ep_free(f[i]), DAT_SUCCESS);
+	}
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr_a), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr_b), DAT_SUCCESS);
+	teardown(2);
+}
+
+
+#define N_FULL_EPS 16
+
+/*
+ * Every EP on a shared INI QP may have its max_request_dtos in flight, as
+ * with an RC QP of its own: 16 EPs of 16 (and a fence) each are more than
+ * the toy device's deepest queue (255).  Once an INI QP's slots are
+ * spoken for, the next EP to that node gets a further INI QP pair (15 fit
+ * one here); before, the 256th write failed with ENOMEM
+ * (DAT_INSUFFICIENT_RESOURCES) although its EP had room.
+ */
+static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
+{
+	static char mem[TX_LEN];
+	DAT_REGION_DESCRIPTION reg = { .for_va = mem };
+	struct xm_proc *a, *b;
+	struct ofx_ep *e[N_FULL_EPS], *f[N_FULL_EPS];
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	DAT_RMR_CONTEXT rkey;
+	DAT_EVENT ev;
+	int n = 0;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(mem), &b->pz,
+					     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey,
+					     &rkey, NULL, NULL),
+			      DAT_SUCCESS);
+	for (int i = 0; i < N_FULL_EPS; i++) {
+		e[i] = xm_ep_new(a);
+		f[i] = xm_ep_new(b);
+		pair(a, e[i], b, f[i], 0);
+	}
+	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
+	CU_ASSERT_EQUAL(stats(b).ini_created, 2);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 2);
+	{
+		struct ibv_qp_cap cap;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(xm_ini_qp(0, 0, &cap));
+		CU_ASSERT_EQUAL(cap.max_send_wr, 255);
+	}
+	/* nobody polls A's request EVD meanwhile: every WR keeps its slot */
+	for (int i = 0; i < N_FULL_EPS; i++)
+		for (int k = 0; k < 16; k++) {
+			DAT_LMR_TRIPLET w = { .lmr_context = 1, .segment_length = 8,
+					      .virtual_address = (uintptr_t)bufs[0] };
+			DAT_RMR_TRIPLET t = { .rmr_context = rkey, .segment_length = 8,
+					      .virtual_address = (uintptr_t)mem };
+			DAT_DTO_COOKIE c = { .as_64 = (uint64_t)(i * 100 + k) };
+
+			CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e[i], 1, &w, c, &t,
+							       DAT_COMPLETION_DEFAULT_FLAG),
+					DAT_SUCCESS);
+		}
+	while (ofx_evd_dequeue(a->req_evd, &ev) == DAT_SUCCESS) {
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+		n++;
+	}
+	CU_ASSERT_EQUAL(n, N_FULL_EPS * 16);
+	for (int i = 0; i < N_FULL_EPS; i++)
+		CU_ASSERT_EQUAL(e[i]->state, OFX_EP_CONNECTED);
+	for (int i = 0; i < N_FULL_EPS; i++) {
+		CU_ASSERT_EQUAL(ofx_ep_free(e[i]), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ofx_ep_free(f[i]), DAT_SUCCESS);
+	}
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
+	teardown(2);
+}
+
+/*
+ * MPI's on-demand connections: ranks 0 and 1 connect to each other at
+ * once.  Each gets the other's CR; rank 0 (the lower) rejects, so rank 1's
+ * own connect is PEER_REJECTED; rank 1 resets the same EP and accepts rank
+ * 0's request on it.  One connection results, over XRC, with nothing left
+ * of the rejected attempt (its RC QP and its offer's SRQ).
+ */
+static void test_mpi_crossing_connects_reject_reset_accept(void)
+{
+	static const char rej[] = "rank 0 wins";
+	struct xm_proc *p0, *p1;
+	struct ofx_ep *e0, *e1;
+	DAT_PSP_HANDLE psp0, psp1;
+	DAT_CR_HANDLE cr_at0, cr_at1;
+	DAT_EVENT ev;
+
+	setup(2);
+	xm_use_cm = true;
+	p0 = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	p1 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	psp0 = psp_open(p0);
+	psp1 = psp_open(p1);
+	e0 = xm_ep_new(p0);
+	e1 = xm_ep_new(p1);
+	post_recv(e0, 10);
+	post_recv(e1, 11);
+	/* both connect before either request arrives */
+	CU_ASSERT_EQUAL(ofx_ep_connect(e0, (DAT_IA_ADDRESS_PTR)&p1->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, 7, "rank 0", DAT_QOS_BEST_EFFORT,
+				       DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_connect(e1, (DAT_IA_ADDRESS_PTR)&p0->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, 7, "rank 1", DAT_QOS_BEST_EFFORT,
+				       DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 2);	/* each REQ names one */
+	CU_ASSERT_EQUAL(xm_live_srqs(), 2);		/* and each offer has its SRQ */
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(p0->cr_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+	cr_at0 = ev.event_data.cr_arrival_event_data.cr_handle;
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(p1->cr_evd, &ev), DAT_SUCCESS);
+	cr_at1 = ev.event_data.cr_arrival_event_data.cr_handle;
+
+	/* rank 1's EP is busy connecting: it cannot take rank 0's request yet */
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_cr_accept(cr_at1, e1, 0, NULL)), DAT_INVALID_STATE);
+	/* rank 0 refuses the crossing request */
+	CU_ASSERT_EQUAL(ofx_cr_reject(cr_at0, sizeof(rej), (DAT_PVOID)rej), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(p1->conn_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_PEER_REJECTED);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, e1);
+	/* IB shows the whole REJ area less stock's 4-byte header: 144 bytes */
+	CU_ASSERT_EQUAL(ev.event_data.connect_event_data.private_data_size, 144);
+	CU_ASSERT_EQUAL(memcmp(ev.event_data.connect_event_data.private_data, rej, sizeof(rej)),
+			0);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
+	expect_empty(p0->conn_evd);
+	/*
+	 * Reset, then the same EP takes rank 0's request.  The reset drops
+	 * the receive posted before the refused connect (no event), so it is
+	 * posted again, as MPI does.
+	 */
+	CU_ASSERT_EQUAL(ofx_ep_reset(e1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_UNCONNECTED);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 1);	/* rank 0's REQ, until answered */
+	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
+	expect_empty(p1->recv_evd);
+	post_recv(e1, 11);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr_at1, e1, 8, "rank 1!"), DAT_SUCCESS);
+	xm_pump();
+	expect_established(p0, e0, "rank 1!", 8);
+	expect_established(p1, e1, NULL, 0);
+	expect_empty(p0->conn_evd);
+	expect_empty(p1->conn_evd);
+	ping_pong(p0, e0, 10, p1, e1, 11);
+	expect_xrc_only(p0, 1);
+	expect_xrc_only(p1, 1);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	CU_ASSERT_EQUAL(xm_live_srqs(), 2);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(e0, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(p1, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(p0, e0, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp0), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp1), DAT_SUCCESS);
+	teardown(2);
+}
+
+/* ---- issue 14 leftovers: accept private data at the XRC and RC limits ------- */
+
+/*
+ * Accept data travels in the 148-byte XRC answer up to OFX_XRC_ACCEPT_MAX
+ * (120) bytes; more makes the connection RC, whose REP takes up to the IB
+ * cap of 160 (stock's); dat_cr_accept refuses more (DAT_INVALID_PARAMETER,
+ * arg 3) and leaves the CR for a second try.
+ */
+static void accept_with(int len, bool xrc_expected, bool refused)
+{
+	unsigned char acc[200];
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+
+	for (int i = 0; i < (int)sizeof(acc); i++)
+		acc[i] = (unsigned char)(i * 13 + len);
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea, &b, &eb);
+	psp = psp_open(b);
+	cr = dat_request(a, ea, b, psp, "req", 4);
+	if (refused) {
+		CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, len, acc),
+				OFX_DAT_ERR(DAT_INVALID_PARAMETER, DAT_INVALID_ARG3));
+		xm_pump();
+		expect_empty(a->conn_evd);
+		CU_ASSERT_EQUAL(eb->state, OFX_EP_UNCONNECTED);
+		len = OFX_XRC_ACCEPT_MAX; /* the CR is still there: the limit works */
+		xrc_expected = true;
+	}
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, len, acc), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea, acc, len);
+	expect_established(b, eb, NULL, 0);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc, xrc_expected ? 1 : 0);
+	CU_ASSERT_EQUAL(stats(a).conn_rc, xrc_expected ? 0 : 1);
+	CU_ASSERT_EQUAL(stats(b).conn_xrc, xrc_expected ? 1 : 0);
+	CU_ASSERT_EQUAL(stats(b).conn_rc, xrc_expected ? 0 : 1);
+	/* over RC each side keeps its QP, and no XRC QP or SRQ exists */
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), xrc_expected ? 0 : 2);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), xrc_expected ? 2 : 0);
+	CU_ASSERT_EQUAL(xm_live_srqs(), xrc_expected ? 2 : 0);
+	if (!xrc_expected) {
+		/* the REP: the consumer's bytes, our trailer at the end of 196 */
+		const struct rdma_conn_param *rep = xm_last_accept();
+		struct ofx_pdata_hdr hdr;
+
+		CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+		CU_ASSERT_EQUAL(rep->private_data_len, 196);
+		CU_ASSERT_EQUAL(memcmp(rep->private_data, acc, (size_t)len), 0);
+		CU_ASSERT_EQUAL(ofx_pdata_decode(rep->private_data, 196, &hdr), 0);
+		CU_ASSERT_EQUAL(hdr.consumer_len, len);
+		CU_ASSERT_EQUAL(hdr.flags & OFX_PDATA_F_XRC, 0);
+	}
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
+static void test_accept_data_at_the_xrc_and_rc_limits(void)
+{
+	accept_with(0, true, false);
+	accept_with(OFX_XRC_ACCEPT_MAX, true, false);		/* 120: the XRC answer */
+	accept_with(OFX_XRC_ACCEPT_MAX + 1, false, false);	/* 121: RC */
+	accept_with(160, false, false);				/* the IB cap */
+	accept_with(161, false, true);
+	accept_with(188, false, true);				/* 196 - trailer: refused too */
+	accept_with(189, false, true);
+}
+
 CU_TestInfo ofx_test_xrc[] = {
 	{ "handshake exchanges private data and srq numbers",
 	  test_handshake_exchanges_private_data_and_srq_numbers },
@@ -855,5 +2359,50 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rdma_cm_carrier_connects_shares_and_disconnects },
 	{ "rdma_cm carrier gives up after its tries",
 	  test_rdma_cm_carrier_gives_up_after_its_tries },
+	{ "model refuses the attribute masks the kernel refuses",
+	  test_model_refuses_masks_the_kernel_refuses },
+	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },
+	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
+	{ "ini qp that cannot be made fails both sides cleanly",
+	  test_ini_qp_that_cannot_be_made_fails_both_sides },
+	{ "rdma_cm carrier negotiates read depths", test_rdma_cm_carrier_negotiates_read_depths },
+	{ "rc accept grants the depths the peer asked",
+	  test_rc_accept_grants_the_depths_the_peer_asked },
+	{ "rmr bind on an xrc connection is refused", test_rmr_bind_on_an_xrc_connection_is_refused },
+	{ "async events on an ini qp", test_async_events_on_an_ini_qp },
+	{ "srq destroy with unpolled receives spares other eps' completions",
+	  test_srq_destroy_with_unpolled_receives_spares_other_eps },
+	{ "broken shared ini qp flushes every ep's dtos",
+	  test_broken_shared_ini_flushes_every_eps_dtos },
+	{ "ini qp destroy waits for its async event without the xrc lock",
+	  test_ini_qp_destroy_waits_for_its_async_event_without_the_lock },
+	{ "refused tgt check marks the ini qp dead, the next ep rebuilds it",
+	  test_refused_tgt_check_marks_the_ini_dead_and_rebuilds },
+	{ "broken connection tells the peer, which fences nothing to it",
+	  test_broken_connection_tells_the_peer },
+	{ "xrc eps own no rc qp: one ini qp per process and remote node",
+	  test_xrc_eps_own_no_rc_qp },
+	{ "an rc qp exists only for a connection over rc, reset and free take it",
+	  test_rc_qp_only_for_a_connection_over_rc },
+	{ "48-byte request (dtest) and the largest accept run over xrc",
+	  test_48_byte_request_and_largest_accept_run_over_xrc },
+	{ "connect/disconnect churn keeps the tgt count bounded",
+	  test_connect_disconnect_churn_keeps_the_tgt_count_bounded },
+	{ "tgt creator killed, 2a: the tgt stays, traffic goes on, no tgt leaks",
+	  test_tgt_creator_killed_domain_keeps_traffic },
+	{ "tgt creator killed, 2b: the tgt dies, the ini qp breaks, the next ep rebuilds",
+	  test_tgt_creator_killed_exit_breaks_the_ini },
+	{ "tgt creator killed while connected: the shared ini qp breaks at the next send",
+	  test_tgt_creator_killed_while_connected_breaks_the_shared_ini },
+	{ "dapltest server ep serves clients in a row (accept, disconnect, reset)",
+	  test_dapltest_server_ep_serves_clients_in_a_row },
+	{ "transaction mix (send, write, read, unsignalled) over shared ini qps",
+	  test_transaction_mix_over_shared_ini_qps },
+	{ "eps sharing an ini qp each get their request queue",
+	  test_eps_sharing_an_ini_qp_each_get_their_request_queue },
+	{ "mpi crossing connects: reject, reset and accept on the same ep",
+	  test_mpi_crossing_connects_reject_reset_accept },
+	{ "accept data at the xrc and rc limits (120, 121, 160, 161, 188, 189)",
+	  test_accept_data_at_the_xrc_and_rc_limits },
 	CU_TEST_INFO_NULL,
 };

@@ -3,6 +3,15 @@
 #define OFX_TEST_UNIT_H
 
 #include <CUnit/CUnit.h>
+#include "ep_conn.h"
+#include "ep_transport.h"
+#include "ep_recv.h"
+
+/*
+ * Puts an EP in a state as if a connection had brought it there: the
+ * transition table is not consulted, the data path's may_send follows.
+ */
+#define test_ep_force_state(ep, s) ofx_ep_conn_init((ep), (s))
 
 /*
  * Every suite is a CU_TestInfo table named ofx_test_<object>[] defined in
@@ -25,5 +34,8 @@ extern CU_TestInfo ofx_test_ext[];
 extern CU_TestInfo ofx_test_srq[];
 extern CU_TestInfo ofx_test_xrc[];
 extern CU_TestInfo ofx_test_badinput[];
+extern CU_TestInfo ofx_test_siw[];
+extern CU_TestInfo ofx_test_ep_conn[];
+extern CU_TestInfo ofx_test_csp[];
 
 #endif

@@ -27,14 +27,36 @@
 
 #define XM_MAX_PROCS 16
 
+/*
+ * A device profile: the caps ia->dev_attr reports and the rules create_qp
+ * applies to a send queue (sq_check: 0 or EINVAL; may lower
+ * cap->max_inline_data to what it grants, like mlx5).  The model's
+ * modify_qp refuses what the kernel core refuses (required and allowed
+ * attribute masks per QP type and transition) and read depths above these
+ * caps; create_srq_ex refuses more than max_srq_wr / max_srq_sge.
+ */
+struct xm_device {
+	const char *name;
+	int max_qp_wr, max_sge, max_qp_rd_atom, max_qp_init_rd_atom, max_srq_wr, max_srq_sge;
+	int max_wqe;			/* mlx5: max_sq_desc_sz */
+	int (*sq_check)(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap);
+};
+
+/* toy: small plain limits (the default); mlx5 and mlx4 (ConnectX-4+, -3) */
+extern const struct xm_device xm_dev_toy, xm_dev_mlx5, xm_dev_mlx4;
+/* The profile of processes opened from now on (xm_init: toy). */
+extern const struct xm_device *xm_device;
+
 struct xm_proc {
 	struct ibv_context ctx;		/* ia.verbs points here */
+	const struct xm_device *dev;
 	int node;
 	bool dead;			/* gone: its control port does not answer */
 	struct ofx_ia ia;
 	struct ibv_pd pd;
 	struct ofx_pz pz;
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
+	struct ofx_evd *cr_evd;		/* a PSP's (xm_use_cm) */
 };
 
 extern bool xm_rnr_limited;	/* RNR beyond the retry count breaks the INI QP */
@@ -47,6 +69,8 @@ extern bool xm_autopump;	/* xm_connect delivers the control messages (default) *
  * the kernel refuses for it.
  */
 extern bool xm_use_cm;
+/* rdma_accept records its parameters (xm_last_accept) and, if set, fails EINVAL. */
+extern bool xm_refuse_accept;
 
 /* Installs the model; xm_fini checks that every object was released. */
 void xm_init(void);
@@ -70,8 +94,48 @@ void xm_pump(void);
 /* Model counters. */
 int xm_live_qps(int type);	/* IBV_QPT_XRC_SEND / XRC_RECV (TGT objects) / RC */
 int xm_live_srqs(void);
+int xm_rc_recvs(void);		/* receives posted to RC QPs (not in RESET) */
 int xm_tgts_on_node(int node);
 int xm_cm_connects(void);	/* rdma_connect calls (carrier) */
 const uint8_t *xm_last_reject(int *len_p);
+const struct rdma_conn_param *xm_last_accept(void);
+int xm_binds(void);		/* memory window binds posted */
+/*
+ * CQEs not yet polled from `cq`.  As on mlx5, destroying a QP removes its
+ * CQEs from its CQs; destroying an XRC SRQ leaves its CQEs, and a poll that
+ * meets one fails (-2) and loses the completions it took before it.
+ */
+int xm_cq_pending(struct ibv_cq *cq);
+
+/* Whether the kernel core takes `mask` for a transition of a QP of `type`. */
+int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
+		      int mask);
+
+/* The i-th live INI QP of `node` (NULL if none) and what create granted it. */
+struct ibv_qp *xm_ini_qp(int node, int i, struct ibv_qp_cap *cap_p);
+/* Read depths set by modify_qp: an INI's max_rd_atomic, a TGT's max_dest_rd_atomic. */
+int xm_qp_max_rd_atomic(struct ibv_qp *qp);
+int xm_tgt_max_dest_rd_atomic(int node);
+
+/*
+ * The device reports `type` for `qp` on `p`'s async fd (ia.c's handler).
+ * QP_FATAL first moves the QP to error and flushes what it holds.
+ */
+void xm_async_qp_event(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type);
+/*
+ * The device reports `type` for `qp` and the async thread has not run the
+ * handler yet: ibv_destroy_qp of `qp` then waits until it has (the model
+ * runs it in a thread and fails the test if it blocks for a second).
+ */
+void xm_async_qp_event_unacked(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type);
+
+/*
+ * An RC connection request from `from` to `to` as rdma_cm delivers it (both
+ * xm_use_cm): returns the passive id (its peer is `from`'s new id, *active_p)
+ * and fills *ev_p with the CONNECT_REQUEST event's conn param.
+ */
+struct rdma_cm_id *xm_cm_request(struct xm_proc *from, struct xm_proc *to,
+				 const struct rdma_conn_param *req, struct rdma_cm_id **active_p,
+				 struct rdma_conn_param *ev_p);
 
 #endif

@@ -2,9 +2,10 @@
 # SPDX-License-Identifier: BSD-2-Clause
 #
 # guest-init.sh: PID 1 of an ofxvm guest, started by initramfs-init inside
-# the overlay root.  It sets up the two soft-RoCE hosts, runs the command
-# from /ofxvm/command under the time left, writes /out/ofxvm.rc and powers
-# off.  ofxvm copies this file into the run's control folder (/ofxvm).
+# the overlay root.  It sets up the two RDMA hosts (soft-RoCE, or soft-iWARP
+# with --platform siw), runs the command from /ofxvm/command under the time
+# left, writes /out/ofxvm.rc and powers off.  ofxvm copies this file into
+# the run's control folder (/ofxvm).
 #
 # Under TCG every process start costs ~50-100 ms, so the setup leans on
 # shell built-ins, `ip -batch` and `rdma -b` rather than many commands.
@@ -13,17 +14,19 @@ export PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
 export HOME=/root LANG=C.UTF-8 TERM=dumb
 # shellcheck source=/dev/null  # written by ofxvm for this run
 . /ofxvm/settings
+PLATFORM=${OFXVM_PLATFORM:-rxe}
 
 exec >>/out/ofxvm.log 2>&1 </dev/null
 
 # The two hosts.  Both live in the initial network namespace: rxe in Linux
 # 6.1 creates its UDP socket and looks up routes in init_net only, so rxe
-# traffic between namespaces never arrives.
+# traffic between namespaces never arrives.  One platform per boot: rxe
+# (rxea/rxeb) or siw (siwa/siwb), never both.
 HOSTS=(hosta hostb)
 declare -A IP=([hosta]=192.0.2.1 [hostb]=192.0.2.2)
 declare -A PEER=([hosta]=hostb [hostb]=hosta)
 declare -A NETDEV=([hosta]=va [hostb]=vb)
-declare -A IBDEV=([hosta]=rxea [hostb]=rxeb)
+declare -A IBDEV=([hosta]=${PLATFORM}a [hostb]=${PLATFORM}b)
 declare -A GID_INDEX=() LINK_LOCAL=()
 
 log() {
@@ -150,16 +153,22 @@ find_roce_v2_gid() { # HOST
 	done
 }
 
-setup_rxe() {
-	local h tries state
+# rxe and siw devices on va and vb (TYPE rxe|siw), then wait until each
+# port is ACTIVE and, on rxe, has the RoCE v2 GID of its IPv4 address; both
+# are filled in asynchronously.  siw has no RoCE GIDs (GID 0 is the MAC,
+# rdma_cm goes by IP address), so its GID_INDEX is 0.  siw's kernel sockets
+# bind the source address, so the policy routing carries its TCP over the
+# veth too.
+setup_soft_devices() { # TYPE
+	local type=$1 h tries state
 	rdma -b - <<-EOF || return 1
-		link add ${IBDEV[hosta]} type rxe netdev ${NETDEV[hosta]}
-		link add ${IBDEV[hostb]} type rxe netdev ${NETDEV[hostb]}
+		link add ${IBDEV[hosta]} type $type netdev ${NETDEV[hosta]}
+		link add ${IBDEV[hostb]} type $type netdev ${NETDEV[hostb]}
 	EOF
-	# GIDs and the port state are filled in asynchronously
 	for h in "${HOSTS[@]}"; do
+		GID_INDEX[$h]=0
 		for ((tries = 0; tries < 100; tries++)); do
-			find_roce_v2_gid "$h"
+			[ "$type" != rxe ] || find_roce_v2_gid "$h"
 			state=""
 			read -r state <"/sys/class/infiniband/${IBDEV[$h]}/ports/1/state"
 			[ -z "${GID_INDEX[$h]}" ] || [ "$state" != "4: ACTIVE" ] || break
@@ -173,14 +182,20 @@ setup_rxe() {
 # One dat.conf per host.  The same IA name means the local device on both
 # hosts, as on a real cluster with one /etc/dat.conf: dtest and dtestcm
 # clients replace their -P name with the server's, so per-host names would
-# make the client open the server's device.
+# make the client open the server's device.  ofa-v2-dev is the stock
+# rdma_cm provider on either platform; ofa-v2-rxe is its old name on rxe.
+# The socket-CM provider (ofa-v2-scm) needs RoCE or IB GIDs: rxe only.
 write_dat_conf() { # HOST
 	local h=$1 dir=/etc/ofxvm/$1
+	local ofa="libdaplofa.so.2 dapl.2.0 \"${NETDEV[$h]} 0\" \"\""
 	mkdir -p "$dir"
 	{
 		echo "# ofxvm $h: ${IP[$h]}, netdev ${NETDEV[$h]}, rdma device ${IBDEV[$h]}"
-		echo "ofa-v2-rxe u2.0 nonthreadsafe default libdaplofa.so.2 dapl.2.0 \"${NETDEV[$h]} 0\" \"\""
-		echo "ofa-v2-scm u2.0 nonthreadsafe default libdaploscm.so.2 dapl.2.0 \"${IBDEV[$h]} 1\" \"\""
+		if [ "$PLATFORM" = rxe ]; then
+			echo "ofa-v2-rxe u2.0 nonthreadsafe default $ofa"
+			echo "ofa-v2-scm u2.0 nonthreadsafe default libdaploscm.so.2 dapl.2.0 \"${IBDEV[$h]} 1\" \"\""
+		fi
+		echo "ofa-v2-dev u2.0 nonthreadsafe default $ofa"
 		if [ -r /ofxvm/dat.fragment ]; then
 			echo "# from the -d fragment"
 			sed -e "s|@NETDEV@|${NETDEV[$h]}|g" -e "s|@IBDEV@|${IBDEV[$h]}|g" \
@@ -212,6 +227,9 @@ write_host_wrapper() { # HOST
 		export OFXVM_HOST=$h OFXVM_IP=${IP[$h]} OFXVM_PEER=$p OFXVM_PEER_IP=${IP[$p]}
 		export OFXVM_NETDEV=${NETDEV[$h]} OFXVM_IBDEV=${IBDEV[$h]} OFXVM_GID_INDEX=${GID_INDEX[$h]}
 		export OFXVM_LINK_LOCAL=${LINK_LOCAL[$h]}
+		export OFXVM_PLATFORM=$PLATFORM
+	EOF
+	[ "$PLATFORM" != rxe ] || cat >>"/etc/ofxvm/$h/env" <<-EOF
 		# the stock socket-CM provider (ofa-v2-scm) needs these on RoCE
 		export DAPL_SCM_NETDEV=${NETDEV[$h]} DAPL_GLOBAL_ROUTING=1
 	EOF
@@ -231,7 +249,7 @@ write_common_env() {
 		echo "export OFXVM_OUT=/out OFXVM_LIB=/etc/ofxvm/lib.sh"
 		printf 'export OFXVM_HOST_OUT=%q OFXVM_KERNEL=%q\n' "$OFXVM_HOST_OUT" "$OFXVM_KERNEL"
 		if [ "$OFXVM_RDMA" = 1 ]; then
-			echo "export DAT_OVERRIDE=/etc/ofxvm/dat.conf"
+			echo "export DAT_OVERRIDE=/etc/ofxvm/dat.conf OFXVM_PLATFORM=$PLATFORM"
 			for h in "${HOSTS[@]}"; do
 				H=${h#host}
 				H=${H^^}
@@ -243,17 +261,25 @@ write_common_env() {
 }
 
 setup_rdma() {
-	modprobe -a veth rdma_rxe ib_uverbs rdma_ucm || setup_failed "modprobe"
+	if [ "$PLATFORM" = siw ]; then
+		# siw.ko is built out of tree (Debian's kernel lacks it): load what
+		# it needs, then the module itself
+		modprobe -a ib_core libcrc32c crc32c_generic iw_cm rdma_cm rdma_ucm ib_uverbs veth ||
+			setup_failed "modprobe"
+		insmod "$OFXVM_SIW_KO" || setup_failed "insmod $OFXVM_SIW_KO"
+	else
+		modprobe -a veth rdma_rxe ib_uverbs rdma_ucm || setup_failed "modprobe"
+	fi
 	setup_network || setup_failed "network"
-	setup_rxe || setup_failed "rxe"
+	setup_soft_devices "$PLATFORM" || setup_failed "$PLATFORM devices"
 	local h
 	for h in "${HOSTS[@]}"; do
 		write_dat_conf "$h"
 		write_host_wrapper "$h"
 	done
 	write_common_dat_conf
-	log "rdma ready: hosta ${IP[hosta]} va rxea (gid ${GID_INDEX[hosta]})" \
-		"<-> hostb ${IP[hostb]} vb rxeb (gid ${GID_INDEX[hostb]}), mtu $OFXVM_MTU"
+	log "rdma ready: hosta ${IP[hosta]} va ${IBDEV[hosta]} (gid ${GID_INDEX[hosta]})" \
+		"<-> hostb ${IP[hostb]} vb ${IBDEV[hostb]} (gid ${GID_INDEX[hostb]}), mtu $OFXVM_MTU"
 }
 
 # The command gets the overall limit minus the time since the kernel

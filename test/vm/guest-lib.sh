@@ -56,6 +56,41 @@ vm__record() { # NAME PASS|FAIL RC SECS NOTE
 	fi
 }
 
+# vm_hang_watch SECS [PATTERN]: from now on, any process whose name matches
+# PATTERN (default: the stock DAT programs and the project's consumers) that
+# has run for more than SECS gets its threads' stacks written once, by gdb,
+# to $VM_LOGS/hang.PID.txt, and a line in the guest log.  It leaves the
+# process alone: the job's own timeout still decides.  For the root cause of
+# a hang that a rerun does not show.
+vm_hang_watch() {
+	local secs=${1:?vm_hang_watch needs seconds} pat=${2:-'^(dapltest|dtest|dtestx|dtestcm|dtestsrq|ofx_[a-z_]+)$'}
+	command -v gdb >/dev/null || { vm_say "hang watch: no gdb here"; return 0; }
+	(
+		declare -A dumped=()
+		while sleep 5; do
+			while read -r pid age comm; do
+				[[ $comm =~ $pat ]] && [ "$age" -gt "$secs" ] || continue
+				[ -z "${dumped[$pid]:-}" ] || continue
+				dumped[$pid]=1
+				vm_say "hang watch: $comm pid $pid running ${age}s: stacks in hang.$pid.txt"
+				{
+					tr '\0' ' ' </proc/"$pid"/cmdline
+					echo
+					timeout 60 gdb -q -batch -p "$pid" -ex 'thread apply all bt' 2>&1
+				} >"$VM_LOGS/hang.$pid.txt"
+			done < <(ps -eo pid=,etimes=,comm=)
+		done
+	) </dev/null 2>/dev/null &
+	VM_HANG_WATCH_PID=$!
+}
+
+# vm_skip NAME REASON: a case this device cannot do.  It is listed as SKIP
+# with the reason, counted apart, and is neither a failure nor a pass.
+vm_skip() {
+	vm__check_name "${1:-}" || return 2
+	vm__record "$1" SKIP - 0 "${2:?vm_skip needs a reason}"
+}
+
 vm__check_name() {
 	[[ ${1:-} =~ ^[A-Za-z0-9_.+-]+$ ]] && return 0
 	echo "guest-lib: bad job name '${1:-}'" >&2
@@ -298,7 +333,9 @@ vm_pair() {
 #   Stop jobs nobody joined (a FAIL), print the results table and return
 #   the number of failures (at most 100, so it cannot look like 124/125).
 vm_summary() {
-	local name verdict rc secs note failed=0 total=0
+	local name verdict rc secs note failed=0 total=0 skipped=0
+	local -a failed_names=()
+	[ -z "${VM_HANG_WATCH_PID:-}" ] || kill "$VM_HANG_WATCH_PID" 2>/dev/null
 	for name in "${!VM_JOB_PID[@]}"; do
 		vm__kill_job "$name"
 		vm__reap "$name" "never joined" 0 || true
@@ -308,9 +345,20 @@ vm_summary() {
 	while IFS=$'\t' read -r name verdict rc secs note; do
 		printf '%-32s %-6s %5s %8s  %s\n' "$name" "$verdict" "$rc" "$secs" "$note"
 		total=$((total + 1))
-		[ "$verdict" = PASS ] || failed=$((failed + 1))
+		case $verdict in
+		PASS) ;;
+		SKIP) skipped=$((skipped + 1)) ;;
+		*) failed=$((failed + 1)); failed_names+=("$name") ;;
+		esac
 	done <"$VM_RESULTS"
-	echo "$((total - failed)) passed, $failed failed"
+	# Again at the very end, with each log's tail: CI shows only the end
+	# of a long run.
+	for name in "${failed_names[@]}"; do
+		echo "FAILED $name"
+		[ ! -s "$VM_LOGS/${name%\?}.log" ] ||
+			tail -n 12 "$VM_LOGS/${name%\?}.log" | cut -c1-160 | sed "s/^/    /"
+	done
+	echo "$((total - failed - skipped)) passed, $failed failed, $skipped skipped"
 	[ "$failed" -le 100 ] || failed=100
 	return "$failed"
 }

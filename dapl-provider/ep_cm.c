@@ -1,0 +1,938 @@
+/* SPDX-License-Identifier: BSD-2-Clause */
+/*
+ * The RC connection steps of an EP over rdma_cm (ep_cm.h): the handler of
+ * the EP's cm_id and what starts, accepts and ends its connections.
+ */
+#define OFX_LOG_SUBSYS OFX_SUBSYS_CM
+#include "ep_cm.h"
+#include "cm.h"
+#include "lock.h"
+#include "ep.h"
+#include "ep_conn.h"
+#include "ep_transport.h"
+#include "evd.h"
+#include "ia_core.h"
+#include "log.h"
+#include "pdata.h"
+#include "progress.h"
+#include "verbs.h"
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* RTR completion polling interval while a passive p2p EP waits for it. */
+#define OFX_RTR_POLL_US 1000
+
+static struct ofx_cm_handler *ep_handler(struct ofx_ep *ep);
+
+bool ofx_cm_p2p_requested(const struct ofx_ep *ep)
+{
+	if (ofx_csp_holds_recvs(ep))
+		return true;
+	if (ep->p2p_attr != OFX_AUTO)
+		return ep->p2p_attr == OFX_ON;
+	return ep->obj.ia->p2p_default;
+}
+
+bool ofx_cm_p2p_granted(const struct ofx_ep *ep)
+{
+	/*
+	 * The passive side follows the initiator unless it is switched off
+	 * explicitly (per-EP attribute, or p2p=off in ia_params/environment).
+	 */
+	if (ofx_csp_holds_recvs(ep))
+		return true;
+	if (ep->p2p_attr != OFX_AUTO)
+		return ep->p2p_attr == OFX_ON;
+	return ep->obj.ia->cfg.p2p != OFX_OFF;
+}
+
+static void qp_to_error(struct ofx_ep *ep)
+{
+	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	int ret;
+
+	/* an XRC-backed EP whose connection did not run over RC has none */
+	if (!ep->qp)
+		return;
+	ret = ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE);
+	if (ret)
+		ofx_warn("qp 0x%x to error: %s", ofx_ep_qp_num(ep), strerror(ret));
+}
+
+/* ---- active side --------------------------------------------------------- */
+
+static void conn_timeout(void *arg);
+
+static int build_req_pdata(struct ofx_ep *ep, const void *pdata, int len)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	struct ofx_pdata_hdr hdr = {
+		.version = OFX_PDATA_VERSION,
+		.flags = OFX_PDATA_F_P2P,
+		.rtr = ia->cfg.rtr,
+		.consumer_len = (uint16_t)len,
+	};
+	int ret;
+
+	if (ep->csp) {
+		/* common connect: the peer's CSP identifies us by our CSP port */
+		hdr.flags = OFX_PDATA_F_CSP | (ofx_cm_p2p_requested(ep) ? OFX_PDATA_F_P2P : 0);
+		hdr.csp_port = ep->csp_port;
+	} else if (!ofx_cm_p2p_requested(ep)) {
+		/* no option needs a header: the consumer's bytes go out raw */
+		if (len)
+			memcpy(ep->req_pdata, pdata, len);
+		ep->req_pdata_len = len;
+		return 0;
+	}
+	ret = ofx_pdata_encode(&hdr, pdata, len, ofx_cm_pads_pdata(ia) ? ofx_cm_req_area(ia) : 0,
+			       ep->req_pdata, (size_t)ofx_cm_req_area(ia));
+	if (ret < 0) {
+		ofx_err("ep %p: %d bytes of private data leave no room for the p2p header",
+			(void *)ep, len);
+		return ret;
+	}
+	ep->req_pdata_len = ret;
+	return 0;
+}
+
+static void set_port(struct sockaddr_storage *ss, uint16_t port)
+{
+	if (ss->ss_family == AF_INET6)
+		((struct sockaddr_in6 *)ss)->sin6_port = htons(port);
+	else
+		((struct sockaddr_in *)ss)->sin_port = htons(port);
+}
+
+void ofx_cm_arm_conn_timer(struct ofx_ep *ep, DAT_TIMEOUT timeout)
+{
+	ofx_progress_timer_arm(ep->obj.ia->progress, &ep->conn_timer, timeout, conn_timeout, ep);
+}
+
+int ofx_cm_restart(struct ofx_ep *ep)
+{
+	return ofx_cm_resolve(ep->obj.ia, ep_handler(ep), &ep->remote_addr, &ep->cm_id);
+}
+
+int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL qual,
+		   DAT_TIMEOUT timeout, const void *pdata, int pdata_len)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	char buf[INET6_ADDRSTRLEN];
+	bool offered = false;
+	int ret = 0;
+
+	/* an XRC EP offers XRC in the REQ (xrc.h step 1), else the usual data */
+	ret = ep->transport->connect(ep, pdata, pdata_len, &offered);
+	if (!ret && !offered)
+		ret = build_req_pdata(ep, pdata, pdata_len);
+	if (ret)
+		return ret;
+	memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
+	memcpy(&ep->remote_addr, addr, addr->sa_family == AF_INET6 ?
+	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	set_port(&ep->remote_addr, ofx_conn_qual_to_port(qual));
+	ep->remote_qual = qual;
+
+	ep->cm_retries = 0;
+	ep->p2p = false;
+	ofx_ep_conn_move(ep, OFX_EP_ACTIVE_PENDING);
+	ret = ofx_cm_restart(ep);
+	if (ret) {
+		ofx_ep_conn_move(ep, OFX_EP_UNCONNECTED);
+		return ret;
+	}
+	if (timeout != DAT_TIMEOUT_INFINITE)
+		ofx_cm_arm_conn_timer(ep, timeout);
+	atomic_fetch_add(&ia->stats.conn_active, 1);
+	ofx_dbg("ep %p qp 0x%x connecting to %s qual %llu p2p %s", (void *)ep, ofx_ep_qp_num(ep),
+		ofx_cm_addr_str(&ep->remote_addr, buf, sizeof(buf)), (unsigned long long)qual,
+		ofx_cm_p2p_requested(ep) ? "requested" : "off");
+	return 0;
+}
+
+/* Ends a connection attempt: state, event, and the id to destroy after ack. */
+static void active_fail(struct ofx_ep *ep, DAT_EVENT_NUMBER num, struct rdma_cm_id **destroy_p)
+{
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->conn_timer);
+	*destroy_p = ep->cm_id;
+	ep->cm_id = NULL;
+	ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, num, num == DAT_CONNECTION_EVENT_PEER_REJECTED);
+}
+
+static void conn_timeout(void *arg)
+{
+	struct ofx_ep *ep = arg;
+	struct rdma_cm_id *id = NULL;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state == OFX_EP_ACTIVE_PENDING) {
+		ofx_info("ep %p qp 0x%x: connect timed out%s", (void *)ep, ofx_ep_qp_num(ep),
+			 ep->csp_no_listener ? " (no common service point at the peer)" : "");
+		ep->pdata_len = 0;
+		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->csp_retry_timer);
+		active_fail(ep, ep->csp_no_listener ? DAT_CONNECTION_EVENT_UNREACHABLE :
+			    DAT_CONNECTION_EVENT_TIMED_OUT, &id);
+	}
+	pthread_mutex_unlock(&ep->lock);
+	/* not inside an event of this id: destroying it here cannot deadlock */
+	if (id)
+		ofx_verbs->destroy_id(id);
+}
+
+/*
+ * A read RTR is an RDMA read like any other: it needs one outstanding read
+ * on the initiator (ORD) and one on the responder (IRD) even when the
+ * consumer's EP asked for none, or siw's responder refuses it ("IRQ
+ * exceeded or null") and the connection fails.  `depth` is the consumer's.
+ */
+static uint8_t rd_depth(int depth, bool read_rtr, int dev_max)
+{
+	if (read_rtr && depth < 1 && dev_max >= 1)
+		depth = 1;
+	return (uint8_t)(depth > 255 ? 255 : depth);
+}
+
+static int route_resolved(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	bool read_rtr = ofx_cm_p2p_requested(ep) && ia->cfg.rtr == OFX_RTR_READ;
+	struct rdma_conn_param param = {
+		.private_data = ep->req_pdata_len ? ep->req_pdata : NULL,
+		.private_data_len = (uint8_t)ep->req_pdata_len,
+		.responder_resources = (uint8_t)ep->attr.max_rdma_read_in,
+		.initiator_depth = rd_depth(ep->attr.max_rdma_read_out, read_rtr,
+					    ia->dev_attr.max_qp_init_rd_atom),
+		.flow_control = 1,
+		.retry_count = OFX_RETRY_COUNT,
+		.rnr_retry_count = 7,	/* infinite: a sender waits for the peer's receive */
+		.qp_num = ep->qp->qp_num,
+	};
+	int ret;
+
+	ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
+	if (ret)
+		return ret;
+	/* an XRC offer holds the receives until the answer says where they go */
+	/*
+	 * An XRC offer holds the receives until the answer says where they
+	 * go; an iWARP common connect until its attempt is answered
+	 * (ofx_csp_holds_recvs).
+	 */
+	ret = ep->transport->offered(ep) || ofx_csp_holds_recvs(ep) ? 0 :
+	      ofx_ep_recv_go_live(ep, false);
+	if (ret)
+		return ret;
+	if (ofx_verbs->connect(ep->cm_id, &param)) {
+		ret = -errno;
+		/*
+		 * iWARP's refused TCP connect is an answer, not an error
+		 * (connect_refused); so is a reset one (a listener closing
+		 * while the SYN came in)
+		 */
+		if (ret == -ECONNREFUSED || ret == -ECONNRESET)
+			ofx_dbg("rdma_connect qp 0x%x: %m", ofx_ep_qp_num(ep));
+		else
+			ofx_err("rdma_connect qp 0x%x: %m", ofx_ep_qp_num(ep));
+		return ret;
+	}
+	(void)ia;
+	return 0;
+}
+
+/* Copies the consumer part of a REP (or REJ) into the EP's event buffer. */
+static void save_pdata(struct ofx_ep *ep, const void *data, int len, bool *hdr_found,
+		       struct ofx_pdata_hdr *hdr)
+{
+	*hdr_found = false;
+	if (data && len > 0 && !ofx_pdata_decode(data, len, hdr)) {
+		*hdr_found = true;
+		len = hdr->consumer_len;
+	}
+	if (len > OFX_PDATA_COPY_MAX)
+		len = OFX_PDATA_COPY_MAX;
+	if (len < 0 || !data)
+		len = 0;
+	/* a REP without private data has no buffer: memcpy(NULL) is undefined */
+	if (len)
+		memcpy(ep->pdata, data, len);
+	ep->pdata_len = len;
+}
+
+static int post_rtr(struct ofx_ep *ep)
+{
+	static const enum ibv_wr_opcode opcode[] = {
+		[OFX_RTR_SEND] = IBV_WR_SEND,
+		[OFX_RTR_WRITE] = IBV_WR_RDMA_WRITE,
+		[OFX_RTR_READ] = IBV_WR_RDMA_READ,
+	};
+	static const enum ofx_ep_cookie_op op[] = {
+		[OFX_RTR_SEND] = OFX_EP_OP_RTR_SEND,
+		[OFX_RTR_WRITE] = OFX_EP_OP_RTR_WRITE,
+		[OFX_RTR_READ] = OFX_EP_OP_RTR_READ,
+	};
+	/*
+	 * Zero length: no rkey is checked by the responder.  A read gets one
+	 * empty segment all the same: siw matches the read response against
+	 * the request's first segment, which with num_sge 0 is whatever an
+	 * earlier work request left in the ring slot (the response is then
+	 * refused and the QP fails).  mlx5 and rxe skip empty segments.
+	 */
+	static struct ibv_sge no_bytes;
+	struct ibv_send_wr wr = {
+		.wr_id = (uintptr_t)&ep->rtr_cookie,
+		.opcode = opcode[ep->rtr],
+		.sg_list = ep->rtr == OFX_RTR_READ ? &no_bytes : NULL,
+		.num_sge = ep->rtr == OFX_RTR_READ ? 1 : 0,
+	}, *bad;
+	int ret;
+
+	ofx_ep_own_cookie(ep, &ep->rtr_cookie, op[ep->rtr]);
+	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	if (ret) {
+		ofx_err("post rtr (%s) on qp 0x%x: %s", ofx_rtr_type_str(ep->rtr), ofx_ep_qp_num(ep),
+			strerror(-ret));
+		return ret;
+	}
+	atomic_fetch_add(&ep->obj.ia->stats.rtr_sent, 1);
+	return 0;
+}
+
+/*
+ * The REP arrived (CONNECT_RESPONSE on IB/RoCE, where we drive the QP, or
+ * ESTABLISHED on iWARP, where the kernel already did).  With p2p granted the
+ * RTR is queued before the consumer can see ESTABLISHED, so it is the first
+ * message on the wire.
+ */
+static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool drive_qp)
+{
+	struct ofx_pdata_hdr hdr;
+	bool has_hdr, fallback = ep->transport->offered(ep);
+	int ret;
+
+	/* a REP to an XRC offer: the peer runs RC (xrc.h section 8) */
+	if (fallback)
+		ep->transport->fallback(ep);
+	save_pdata(ep, ev->param.conn.private_data, ev->param.conn.private_data_len, &has_hdr,
+		   &hdr);
+	ep->p2p = ofx_cm_p2p_requested(ep) && has_hdr && (hdr.flags & OFX_PDATA_F_REPLY) &&
+		  (hdr.flags & OFX_PDATA_F_P2P) && hdr.rtr <= OFX_RTR_READ;
+	if (ep->p2p)
+		ep->rtr = hdr.rtr;
+	if (drive_qp) {
+		/*
+		 * INIT again: at ROUTE_RESOLVED rdma_cm had no IB CM id yet and
+		 * granted no remote access; now it knows the negotiated rights.
+		 */
+		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
+		if (ret)
+			return ret;
+		ret = fallback ? ofx_ep_recv_go_live(ep, false) : 0;
+		if (ret)
+			return ret;
+		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_RTR);
+		if (ret)
+			return ret;
+		ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_RTS);
+		if (ret)
+			return ret;
+	} else {
+		/* the receives an iWARP common connect held go in before the RTR */
+		ret = ofx_ep_recv_go_live(ep, false);
+		if (ret)
+			return ret;
+	}
+	if (ep->p2p) {
+		ret = post_rtr(ep);
+		if (ret)
+			return ret;
+		atomic_fetch_add(&ep->obj.ia->stats.conn_p2p, 1);
+	}
+	if (drive_qp && ofx_verbs->establish(ep->cm_id)) {
+		ret = -errno;
+		ofx_err("rdma_establish qp 0x%x: %m", ofx_ep_qp_num(ep));
+		return ret;
+	}
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->conn_timer);
+	ofx_dbg("ep %p qp 0x%x established (active, p2p %s)", (void *)ep, ofx_ep_qp_num(ep),
+		ep->p2p ? ofx_rtr_type_str(ep->rtr) : "off");
+	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED, true);
+	return 0;
+}
+
+/*
+ * IB/RoCE: a consumer's reject is REJ reason 28.  iWARP has no reasons: an
+ * MPA reject arrives as ECONNRESET or ECONNREFUSED, so the consumer's is the
+ * one whose private data opens with the 4-byte header stock and we put first.
+ */
+static bool is_consumer_reject(const struct ofx_ia *ia, const struct rdma_cm_event *ev)
+{
+	uint32_t hdr;
+
+	if (ia->transport != OFX_TRANSPORT_IWARP)
+		return ev->status == OFX_REJ_CONSUMER;
+	/* siw reports an MPA reject as ECONNRESET, rdma_cm's own as ECONNREFUSED */
+	if ((ev->status != -ECONNREFUSED && ev->status != -ECONNRESET) ||
+	    !ev->param.conn.private_data ||
+	    ev->param.conn.private_data_len < OFX_REJ_HDR_LEN)
+		return false;
+	memcpy(&hdr, ev->param.conn.private_data, sizeof(hdr));
+	return ntohl(hdr) == OFX_REJ_HDR;
+}
+
+/*
+ * iWARP: rdma_connect makes the TCP connection itself, so nobody listening
+ * at the peer's port is ECONNREFUSED from the call, where IB/RoCE get a REJ
+ * of reason 8 later.  Both mean the same: a common-connect initiator tries
+ * again (the peer's CSP may not exist yet), a plain connect is
+ * NON_PEER_REJECTED.  Never BROKEN: no connection was ever there.
+ */
+static void connect_refused(struct ofx_ep *ep, struct rdma_cm_id **destroy_p)
+{
+	struct rdma_cm_event no_listener = {
+		.event = RDMA_CM_EVENT_REJECTED,
+		.status = OFX_REJ_NO_LISTENER,
+	};
+
+	if (ofx_csp_retry(ep, &no_listener, destroy_p))
+		return;
+	ofx_info("ep %p qp 0x%x: connection refused: nobody listens at the peer's port",
+		 (void *)ep, ofx_ep_qp_num(ep));
+	ep->pdata_len = 0;
+	active_fail(ep, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, destroy_p);
+}
+
+static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	int ret = 0;
+
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ADDR_RESOLVED:
+		if (ofx_verbs->resolve_route(ep->cm_id, ia->cfg.cm_timeout_ms)) {
+			ofx_err("rdma_resolve_route qp 0x%x: %m", ofx_ep_qp_num(ep));
+			ret = -EHOSTUNREACH;
+		}
+		break;
+	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		ret = route_resolved(ep);
+		if (ret == -ECONNREFUSED || ret == -ECONNRESET) {
+			connect_refused(ep, destroy_p);
+			return;
+		}
+		break;
+	case RDMA_CM_EVENT_ADDR_ERROR:
+	case RDMA_CM_EVENT_ROUTE_ERROR:
+		if (ofx_cm_resolve_retry(ia, ep->cm_id, ev, &ep->remote_addr, &ep->cm_retries))
+			return;
+		ofx_info("ep %p: %s status %d", (void *)ep, rdma_event_str(ev->event), ev->status);
+		ep->pdata_len = 0;
+		active_fail(ep, DAT_CONNECTION_EVENT_UNREACHABLE, destroy_p);
+		return;
+	case RDMA_CM_EVENT_CONNECT_RESPONSE:
+		ret = active_established(ep, ev, true);
+		break;
+	case RDMA_CM_EVENT_ESTABLISHED:
+		ret = active_established(ep, ev, false);
+		break;
+	case RDMA_CM_EVENT_REJECTED: {
+		const unsigned char *data = ev->param.conn.private_data;
+
+		if (ep->transport->rejected(ep, ev, destroy_p)) {
+			/* P's XRC accept: the handshake goes on without this id */
+			ofx_progress_timer_cancel(ia->progress, &ep->conn_timer);
+			ep->cm_id = NULL;
+			return;
+		}
+		if (ofx_csp_retry(ep, ev, destroy_p))
+			return;
+		int len = ev->param.conn.private_data_len;
+
+		/* a consumer reject carries stock's 4-byte header: strip it */
+		if (is_consumer_reject(ia, ev) && data && len >= OFX_REJ_HDR_LEN) {
+			len -= OFX_REJ_HDR_LEN;
+			if (len > OFX_PDATA_COPY_MAX)
+				len = OFX_PDATA_COPY_MAX;
+			memcpy(ep->pdata, data + OFX_REJ_HDR_LEN, len);
+			ep->pdata_len = len;
+			ofx_info("ep %p qp 0x%x: rejected by peer", (void *)ep, ofx_ep_qp_num(ep));
+			active_fail(ep, DAT_CONNECTION_EVENT_PEER_REJECTED, destroy_p);
+		} else {
+			ofx_info("ep %p qp 0x%x: rejected, reason %d", (void *)ep, ofx_ep_qp_num(ep),
+				 ev->status);
+			ep->pdata_len = 0;
+			active_fail(ep, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, destroy_p);
+		}
+		return;
+	}
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		if (ofx_csp_retry(ep, ev, destroy_p))
+			return;
+		ofx_info("ep %p qp 0x%x: %s status %d", (void *)ep, ofx_ep_qp_num(ep),
+			 rdma_event_str(ev->event), ev->status);
+		ep->pdata_len = 0;
+		active_fail(ep, DAT_CONNECTION_EVENT_UNREACHABLE, destroy_p);
+		return;
+	default:
+		ofx_dbg("ep %p: ignoring %s while connecting", (void *)ep,
+			rdma_event_str(ev->event));
+		return;
+	}
+	if (ret) {
+		ep->pdata_len = 0;
+		if (ep->cm_id)
+			ofx_verbs->disconnect(ep->cm_id);
+		active_fail(ep, DAT_CONNECTION_EVENT_BROKEN, destroy_p);
+	}
+}
+
+/* ---- common connect (csp.h): the initiator's retries ---------------------- */
+
+bool ofx_csp_holds_recvs(const struct ofx_ep *ep)
+{
+	return ep->csp && ep->obj.ia->transport == OFX_TRANSPORT_IWARP;
+}
+
+/* The initiator still waits for its next attempt (ep->lock held). */
+static bool csp_retry_due(const struct ofx_ep *ep)
+{
+	return ep->state == OFX_EP_ACTIVE_PENDING && ep->csp && !ep->cm_id;
+}
+
+static void csp_retry_fire(void *arg)
+{
+	struct ofx_ep *ep = arg;
+	int ret = 0;
+
+	pthread_mutex_lock(&ep->lock);
+	if (!csp_retry_due(ep))
+		goto out;
+	/*
+	 * iWARP: the refused attempt left the QP in ERROR; the receives were
+	 * held (ofx_csp_holds_recvs), so a new QP loses nothing.  The renewal
+	 * drops the lock: whatever ended the attempt meanwhile reported it.
+	 */
+	if (ofx_csp_holds_recvs(ep)) {
+		ret = ofx_ep_qp_renew_unused(ep);
+		if (!csp_retry_due(ep))
+			goto out;
+	}
+	if (!ret)
+		ret = ofx_cm_restart(ep);
+	if (ret) {
+		ep->pdata_len = 0;
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_UNREACHABLE,
+				   false);
+	}
+out:
+	pthread_mutex_unlock(&ep->lock);
+}
+
+bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+
+	if (!ep->csp || !ep->csp_initiator)
+		return false;
+	switch (ev->event) {
+	case RDMA_CM_EVENT_REJECTED:
+		/* our CSP's refusal is consumer-defined; nobody listening is reason 8 */
+		ep->csp_no_listener = ev->status == OFX_REJ_NO_LISTENER;
+		break;
+	case RDMA_CM_EVENT_UNREACHABLE:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+		break;
+	default:
+		return false;
+	}
+	*destroy_p = ep->cm_id;
+	ep->cm_id = NULL;
+	ofx_progress_timer_arm(ia->progress, &ep->csp_retry_timer,
+			       ia->cfg.csp_retry_ms * 1000ull, csp_retry_fire, ep);
+	return true;
+}
+
+/* ---- passive side -------------------------------------------------------- */
+
+static void rtr_poll(void *arg);
+
+static int build_rep_pdata(struct ofx_ep *ep, const struct ofx_conn_req *req, const void *pdata,
+			   int len, unsigned char *out, size_t out_max)
+{
+	struct ofx_pdata_hdr hdr = {
+		.version = OFX_PDATA_VERSION,
+		.flags = OFX_PDATA_F_REPLY | (ep->p2p ? OFX_PDATA_F_P2P : 0),
+		.rtr = ep->rtr,
+		.consumer_len = (uint16_t)len,
+	};
+	size_t area = (size_t)ofx_cm_rep_area(ep->obj.ia);
+
+	if (!req->has_hdr) {
+		/* a peer that sent no header (stock) gets the raw bytes */
+		if (len)
+			memcpy(out, pdata, len);
+		return len;
+	}
+	return ofx_pdata_encode(&hdr, pdata, len, ofx_cm_pads_pdata(ep->obj.ia) ? area : 0, out,
+				out_max < area ? out_max : area);
+}
+
+int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata, int pdata_len)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	unsigned char rep[OFX_PDATA_COPY_MAX];
+	struct rdma_conn_param param = {
+		/*
+		 * rdma_get_cm_event(3): the REQ event's responder_resources is
+		 * the initiator depth the peer asked for, its initiator_depth
+		 * the reads the peer serves.
+		 */
+		.responder_resources = (uint8_t)(req->param.responder_resources <
+						 ep->attr.max_rdma_read_in ?
+						 req->param.responder_resources :
+						 ep->attr.max_rdma_read_in),
+		.initiator_depth = (uint8_t)(req->param.initiator_depth <
+					     ep->attr.max_rdma_read_out ?
+					     req->param.initiator_depth :
+					     ep->attr.max_rdma_read_out),
+		.flow_control = 1,
+		.retry_count = OFX_RETRY_COUNT,
+		.rnr_retry_count = 7,	/* infinite: a sender waits for the peer's receive */
+	};
+	bool drive_qp = ia->transport != OFX_TRANSPORT_IWARP;
+	struct ofx_cm_handler *prev;
+	int ret, len;
+
+	ofx_lock_assert_held(&ep->lock);
+	if (pdata_len > ofx_cm_max_accept_pdata(ia, req->has_hdr))
+		return -EINVAL;
+	/* an XRC offer taken: answered with the REJ of xrc.h step 2 */
+	if (ep->transport->accept(ep, req, pdata, pdata_len, &ret)) {
+		if (!ret) {
+			ep->local_qual = req->local_qual;
+			ep->remote_qual = 0;
+			atomic_fetch_add(&ia->stats.conn_passive, 1);
+		}
+		return ret;
+	}
+	/* an XRC-backed EP has its RC QP from the hook that declined */
+	param.qp_num = ep->qp->qp_num;
+	ep->p2p = req->has_hdr && (req->hdr.flags & OFX_PDATA_F_P2P) &&
+		  req->hdr.rtr <= OFX_RTR_READ && ofx_cm_p2p_granted(ep);
+	ep->rtr = ep->p2p ? req->hdr.rtr : ia->cfg.rtr;
+	/* the REP names the RTR the initiator posts: a responder may pick another */
+	if (ep->p2p && ep->rtr == OFX_RTR_READ && ia->read_rtr_unsafe) {
+		ofx_dbg("ep %p: read RTR asked; siw answers a queued zero-length read "
+			"wrongly (ia.h): granting a write RTR", (void *)ep);
+		ep->rtr = OFX_RTR_WRITE;
+	}
+	/* the peer's read RTR needs a responder resource (rd_depth), if it asked */
+	param.responder_resources = rd_depth(param.responder_resources,
+					     ep->p2p && ep->rtr == OFX_RTR_READ &&
+						     req->param.responder_resources > 0,
+					     ia->dev_attr.max_qp_rd_atom);
+	len = build_rep_pdata(ep, req, pdata, pdata_len, rep, sizeof(rep));
+	if (len < 0)
+		return len;
+	param.private_data = len ? rep : NULL;
+	param.private_data_len = (uint8_t)len;
+
+	/*
+	 * The request's id refuses its first step with EINVAL when the kernel
+	 * has moved it on (the peer's REJ or timeout crossed this accept and
+	 * its event is not here yet): that is a peer gone, like cr->dead, not a
+	 * bad parameter of the consumer.
+	 */
+	ret = ofx_cm_qp_modify(req->cm_id, ep->qp, IBV_QPS_INIT);
+	if (ret)
+		return ret == -EINVAL ? -ECONNABORTED : ret;
+	/* a SEND RTR lands in a provider receive posted ahead of the consumer's */
+	ret = ofx_ep_recv_go_live(ep, ep->p2p && ep->rtr == OFX_RTR_SEND);
+	if (ret)
+		goto err_reset;
+	if (drive_qp) {
+		ret = ofx_cm_qp_modify(req->cm_id, ep->qp, IBV_QPS_RTR);
+		if (ret)
+			goto err_reset;
+		ret = ofx_cm_qp_modify(req->cm_id, ep->qp, IBV_QPS_RTS);
+		if (ret)
+			goto err_reset;
+	}
+	/* from here on, events of this id belong to the EP */
+	prev = req->cm_id->context;
+	ep->cm_id = req->cm_id;
+	ofx_cm_id_set_handler(ep->cm_id, ep_handler(ep));
+	if (ofx_verbs->accept(ep->cm_id, &param)) {
+		ret = -errno;
+		ofx_err("rdma_accept qp 0x%x: %m", ofx_ep_qp_num(ep));
+		ofx_cm_id_set_handler(ep->cm_id, prev);
+		ep->cm_id = NULL;
+		goto err_reset;
+	}
+	req->cm_id = NULL;
+	memcpy(&ep->remote_addr, &req->remote_addr, sizeof(ep->remote_addr));
+	ep->local_qual = req->local_qual;
+	ep->remote_qual = 0;
+	ep->rtr_arrived = !(ep->p2p && ep->rtr == OFX_RTR_SEND);
+	ep->cm_established = false;
+	ofx_ep_conn_move(ep, OFX_EP_COMPLETION_PENDING);
+	atomic_fetch_add(&ia->stats.conn_passive, 1);
+	if (ep->p2p) {
+		atomic_fetch_add(&ia->stats.conn_p2p, 1);
+		if (!ep->rtr_arrived) {
+			ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
+			ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, OFX_RTR_POLL_US,
+					       rtr_poll, ep);
+		}
+	}
+	ofx_dbg("ep %p qp 0x%x accepted (p2p %s)", (void *)ep, ofx_ep_qp_num(ep),
+		ep->p2p ? ofx_rtr_type_str(ep->rtr) : "off");
+	return 0;
+
+err_reset: {
+		struct ibv_qp_attr attr = { .qp_state = IBV_QPS_RESET };
+
+		ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE);
+		ofx_ep_recv_stop(ep);
+	}
+	return ret;
+}
+
+/*
+ * A passive SEND-RTR EP waits for the RTR receive to complete on its recv
+ * CQ, which the consumer may not be polling (it waits for ESTABLISHED on the
+ * connection EVD).  So the progress thread polls that CQ into the recv EVD
+ * until the RTR shows up; completions it finds stay queued for the consumer.
+ */
+static void rtr_poll(void *arg)
+{
+	struct ofx_ep *ep = arg;
+	struct ofx_ia *ia = ep->obj.ia;
+
+	if (ep->recv_evd)
+		ofx_evd_drain_cq(ep->recv_evd);
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state == OFX_EP_RTR_WAIT || ep->state == OFX_EP_COMPLETION_PENDING) {
+		if (!ep->rtr_arrived && ofx_now_ns() > ep->rtr_deadline_ns) {
+			ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
+			ofx_ep_conn_broken(ep, "no rtr from the peer in time");
+		} else if (!ep->rtr_arrived) {
+			ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, OFX_RTR_POLL_US,
+					       rtr_poll, ep);
+		}
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
+static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_ESTABLISHED:
+		ep->cm_established = true;
+		if (ep->p2p && !ep->rtr_arrived) {
+			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
+			/*
+			 * The initiator queues its RTR before its RTU, so it has
+			 * usually landed already: poll the recv CQ right after
+			 * this handler instead of at the next 1 ms tick.
+			 */
+			ofx_progress_timer_arm(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_poll,
+					       ep);
+			return;
+		}
+		if (ep->p2p) {
+			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
+			ofx_ep_conn_p2p_maybe_established(ep);
+			return;
+		}
+		ofx_dbg("ep %p qp 0x%x established (passive)", (void *)ep, ofx_ep_qp_num(ep));
+		/* a common-connect EP reports the initiator's data on this side too */
+		ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED,
+				   ep->csp != NULL);
+		return;
+	case RDMA_CM_EVENT_REJECTED:
+	case RDMA_CM_EVENT_CONNECT_ERROR:
+	case RDMA_CM_EVENT_UNREACHABLE:
+		ofx_info("ep %p qp 0x%x: accept failed: %s status %d", (void *)ep, ofx_ep_qp_num(ep),
+			 rdma_event_str(ev->event), ev->status);
+		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->rtr_timer);
+		qp_to_error(ep);
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED,
+				   DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, false);
+		return;
+	default:
+		ofx_dbg("ep %p: ignoring %s while accepting", (void *)ep, rdma_event_str(ev->event));
+		return;
+	}
+}
+
+/* ---- established connections --------------------------------------------- */
+
+static void disc_timeout(void *arg)
+{
+	struct ofx_ep *ep = arg;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ep->state == OFX_EP_DISCONNECT_PENDING) {
+		ofx_info("ep %p qp 0x%x: no disconnect reply, forcing disconnected", (void *)ep,
+			 ofx_ep_qp_num(ep));
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_DISCONNECTED,
+				   false);
+	}
+	pthread_mutex_unlock(&ep->lock);
+}
+
+int ofx_cm_disconnect(struct ofx_ep *ep, bool abrupt)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+
+	switch (ep->state) {
+	case OFX_EP_UNCONNECTED:
+	case OFX_EP_DISCONNECTED:
+		return 0;
+	case OFX_EP_DISCONNECT_PENDING:
+		if (!abrupt)
+			return -EINVAL;
+		ofx_progress_timer_arm(ia->progress, &ep->disc_timer, 0, disc_timeout, ep);
+		return 0;
+	case OFX_EP_ACTIVE_PENDING:
+	case OFX_EP_COMPLETION_PENDING:
+	case OFX_EP_RTR_WAIT:
+		/* not connected yet: end it here and report at once */
+		ofx_progress_timer_cancel(ia->progress, &ep->conn_timer);
+		ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
+		if (ep->cm_id)
+			ofx_verbs->disconnect(ep->cm_id);
+		qp_to_error(ep);
+		ep->pdata_len = 0;
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_DISCONNECTED,
+				   false);
+		return 0;
+	case OFX_EP_CONNECTED:
+		ofx_ep_conn_move(ep, OFX_EP_DISCONNECT_PENDING);
+		ep->pdata_len = 0;
+		if (ofx_verbs->disconnect(ep->cm_id))
+			ofx_warn("rdma_disconnect qp 0x%x: %m", ofx_ep_qp_num(ep));
+		/*
+		 * Flush outstanding work so the consumer gets its buffers back.
+		 * But a graceful close on iWARP: rdma_disconnect closes the
+		 * stream after what is queued, and ERROR now would drop sends
+		 * siw completed into TCP that are not on the wire yet (the peer
+		 * saw its receives FLUSHED); the QP flushes when the close is
+		 * done (DISCONNECTED, connected_event).
+		 */
+		if (abrupt || ia->transport != OFX_TRANSPORT_IWARP)
+			qp_to_error(ep);
+		if (abrupt)
+			ofx_progress_timer_arm(ia->progress, &ep->disc_timer,
+					       ia->cfg.disc_timeout_ms * 1000ull, disc_timeout, ep);
+		return 0;
+	default:
+		return -EBUSY;
+	}
+}
+
+/*
+ * The peer hung up (or the transport ended the stream): answer its DREQ
+ * unless this side sent one, flush our queues (again after our own DREQ:
+ * idempotent, and iWARP's graceful close left it to here) and report `num`.
+ */
+static void peer_hung_up(struct ofx_ep *ep, DAT_EVENT_NUMBER num)
+{
+	if (ep->state != OFX_EP_DISCONNECT_PENDING)
+		ofx_verbs->disconnect(ep->cm_id);
+	qp_to_error(ep);
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->disc_timer);
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->rtr_timer);
+	ep->pdata_len = 0;
+	ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, num, false);
+}
+
+static void connected_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
+{
+	switch (ev->event) {
+	case RDMA_CM_EVENT_DISCONNECTED:
+		peer_hung_up(ep, DAT_CONNECTION_EVENT_DISCONNECTED);
+		return;
+	case RDMA_CM_EVENT_DEVICE_REMOVAL:
+		qp_to_error(ep);
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_BROKEN, false);
+		return;
+	default:
+		ofx_dbg("ep %p: ignoring %s", (void *)ep, rdma_event_str(ev->event));
+		return;
+	}
+}
+
+/* The handler of the EP's cm_id (cm.h): every event is the EP's, or ignored. */
+static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
+{
+	struct ofx_ep *ep = ctx;
+
+	pthread_mutex_lock(&ep->lock);
+	if (ev->id != ep->cm_id) {
+		/* the EP let go of this id (reset, free, timeout) */
+		pthread_mutex_unlock(&ep->lock);
+		return true;
+	}
+	ofx_dbg("ep %p qp 0x%x state %s: %s status %d", (void *)ep, ofx_ep_qp_num(ep),
+		ofx_ep_state_str(ep->state), rdma_event_str(ev->event), ev->status);
+	/* the peer (or the transport) ended a connection this side did not end */
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED && ep->state != OFX_EP_DISCONNECT_PENDING)
+		ofx_info("ep %p qp 0x%x: disconnected by the peer in state %s", (void *)ep,
+			 ofx_ep_qp_num(ep), ofx_ep_state_str(ep->state));
+	switch (ep->state) {
+	case OFX_EP_ACTIVE_PENDING:
+		active_event(ep, ev, destroy_p);
+		break;
+	case OFX_EP_COMPLETION_PENDING:
+	case OFX_EP_RTR_WAIT:
+		/*
+		 * Ended before this side reported ESTABLISHED (the peer died or
+		 * gave up between our accept and its RTU, or before its RTR
+		 * came): the accept did not complete, which DAT reports as such,
+		 * not as the DISCONNECTED of a connection the consumer never had.
+		 */
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+			peer_hung_up(ep, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+		else if (ep->state == OFX_EP_RTR_WAIT)
+			connected_event(ep, ev);
+		else
+			passive_event(ep, ev);
+		break;
+	case OFX_EP_CONNECTED:
+	case OFX_EP_DISCONNECT_PENDING:
+		connected_event(ep, ev);
+		break;
+	default:
+		ofx_dbg("ep %p: %s in state %s ignored", (void *)ep, rdma_event_str(ev->event),
+			ofx_ep_state_str(ep->state));
+		break;
+	}
+	pthread_mutex_unlock(&ep->lock);
+	return true;
+}
+
+static struct ofx_cm_handler *ep_handler(struct ofx_ep *ep)
+{
+	ep->cm_handler.fn = ep_event;
+	ep->cm_handler.ctx = ep;
+	return &ep->cm_handler;
+}
+
+struct rdma_cm_id *ofx_cm_release(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	struct rdma_cm_id *id = ep->cm_id;
+
+	ofx_lock_assert_held(&ep->lock);
+	ofx_progress_timer_cancel(ia->progress, &ep->conn_timer);
+	ofx_progress_timer_cancel(ia->progress, &ep->disc_timer);
+	ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
+	ep->cm_id = NULL;
+	return id;
+}
