@@ -238,6 +238,7 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 	ep->csp_port = (uint16_t)csp->conn_qual;
 	ep->csp_detach = csp_detach;
 	ep->csp_no_listener = false;
+	memset(&ep->csp_tally, 0, sizeof(ep->csp_tally));
 	ep->csp_initiator = ofx_csp_initiates((struct sockaddr *)&local, remote);
 	/* on the list while ep->csp is set, so that csp_free can clear it */
 	ofx_list_add_tail(&csp->csp_eps, &ep->csp_link);

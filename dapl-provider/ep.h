@@ -152,6 +152,15 @@ struct ofx_ep {
 	struct ofx_list csp_link;	/* in csp->csp_eps while csp is set */
 	bool csp_initiator;		/* this side sends the REQ (see csp.h) */
 	bool csp_no_listener;		/* last attempt found no CSP at the peer */
+	/*
+	 * How the initiator's attempts ended, for the log line of a common
+	 * connect that gives up: a refusal by the peer's CSP (no EP waiting
+	 * yet) and nobody listening look alike to the consumer.
+	 */
+	struct {
+		unsigned int attempts, csp_refused, no_listener, other;
+		int last_status;
+	} csp_tally;
 	struct ofx_timer csp_retry_timer;
 	uint16_t csp_port;		/* the CSP's port, named in the REQ trailer */
 	/*

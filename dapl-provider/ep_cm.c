@@ -163,6 +163,26 @@ static void active_fail(struct ofx_ep *ep, DAT_EVENT_NUMBER num, struct rdma_cm_
 	ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, num, num == DAT_CONNECTION_EVENT_PEER_REJECTED);
 }
 
+/* Says why a common connect ended without a connection (ep->lock held). */
+static void csp_give_up_log(const struct ofx_ep *ep)
+{
+	char buf[INET6_ADDRSTRLEN + 8];
+
+	if (!ep->csp_initiator) {
+		ofx_warn("ep %p: common connect: no request from %s port %u reached this "
+			 "side's csp (port %u) in time", (void *)ep,
+			 ofx_cm_addr_str(&ep->remote_addr, buf, sizeof(buf)), (unsigned int)ep->remote_qual,
+			 ep->csp_port);
+		return;
+	}
+	ofx_warn("ep %p: common connect to %s port %u gave up after %u attempts: %u refused "
+		 "by the peer's csp (no ep waiting), %u found nobody listening, %u other "
+		 "(last status %d)", (void *)ep,
+		 ofx_cm_addr_str(&ep->remote_addr, buf, sizeof(buf)), (unsigned int)ep->remote_qual,
+		 ep->csp_tally.attempts, ep->csp_tally.csp_refused, ep->csp_tally.no_listener,
+		 ep->csp_tally.other, ep->csp_tally.last_status);
+}
+
 static void conn_timeout(void *arg)
 {
 	struct ofx_ep *ep = arg;
@@ -172,6 +192,8 @@ static void conn_timeout(void *arg)
 	if (ep->state == OFX_EP_ACTIVE_PENDING) {
 		ofx_info("ep %p qp 0x%x: connect timed out%s", (void *)ep, ofx_ep_qp_num(ep),
 			 ep->csp_no_listener ? " (no common service point at the peer)" : "");
+		if (ep->csp)
+			csp_give_up_log(ep);
 		ep->pdata_len = 0;
 		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->csp_retry_timer);
 		active_fail(ep, ep->csp_no_listener ? DAT_CONNECTION_EVENT_UNREACHABLE :
@@ -390,15 +412,17 @@ static bool is_consumer_reject(const struct ofx_ia *ia, const struct rdma_cm_eve
  * again (the peer's CSP may not exist yet), a plain connect is
  * NON_PEER_REJECTED.  Never BROKEN: no connection was ever there.
  */
-static void connect_refused(struct ofx_ep *ep, struct rdma_cm_id **destroy_p)
+static void connect_refused(struct ofx_ep *ep, int err, struct rdma_cm_id **destroy_p)
 {
 	struct rdma_cm_event no_listener = {
 		.event = RDMA_CM_EVENT_REJECTED,
 		.status = OFX_REJ_NO_LISTENER,
 	};
 
-	if (ofx_csp_retry(ep, &no_listener, destroy_p))
+	if (ofx_csp_retry(ep, &no_listener, destroy_p)) {
+		ep->csp_tally.last_status = err;
 		return;
+	}
 	ofx_info("ep %p qp 0x%x: connection refused: nobody listens at the peer's port",
 		 (void *)ep, ofx_ep_qp_num(ep));
 	ep->pdata_len = 0;
@@ -420,7 +444,7 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = route_resolved(ep);
 		if (ret == -ECONNREFUSED || ret == -ECONNRESET) {
-			connect_refused(ep, destroy_p);
+			connect_refused(ep, ret, destroy_p);
 			return;
 		}
 		break;
@@ -542,13 +566,20 @@ bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_i
 	case RDMA_CM_EVENT_REJECTED:
 		/* our CSP's refusal is consumer-defined; nobody listening is reason 8 */
 		ep->csp_no_listener = ev->status == OFX_REJ_NO_LISTENER;
+		if (ep->csp_no_listener)
+			ep->csp_tally.no_listener++;
+		else
+			ep->csp_tally.csp_refused++;
 		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
+		ep->csp_tally.other++;
 		break;
 	default:
 		return false;
 	}
+	ep->csp_tally.attempts++;
+	ep->csp_tally.last_status = ev->status;
 	*destroy_p = ep->cm_id;
 	ep->cm_id = NULL;
 	ofx_progress_timer_arm(ia->progress, &ep->csp_retry_timer,

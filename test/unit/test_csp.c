@@ -583,8 +583,14 @@ static void test_refused_req_is_retried_after_csp_retry_ms(void)
  * An attempt failing with `event`/`status` is retried; nothing answers the
  * retry, and the consumer's timeout ends it with `want`.
  */
+/* How the attempts of retried_until_timeout ended, as the EP counted them. */
+struct tally_want {
+	unsigned int csp_refused, no_listener, other;
+	int last_status;
+};
+
 static void retried_until_timeout(enum ofx_transport transport, enum rdma_cm_event_type event,
-				  int status, DAT_EVENT_NUMBER want)
+				  int status, DAT_EVENT_NUMBER want, struct tally_want tally)
 {
 	struct rdma_cm_id *id;
 	struct side a;
@@ -607,6 +613,12 @@ static void retried_until_timeout(enum ofx_transport transport, enum rdma_cm_eve
 	CU_ASSERT_EQUAL(fake_conn_event_wait(a.conn_evd, a.ep), want);
 	CU_ASSERT_EQUAL(fake_cm.resolve_addrs, 2);
 	CU_ASSERT_EQUAL(fake_cm.connects, 1);	/* the retry's REQ never got a route */
+	/* the give-up log line's figures: one attempt answered, of this kind */
+	CU_ASSERT_EQUAL(a.e->csp_tally.attempts, 1);
+	CU_ASSERT_EQUAL(a.e->csp_tally.csp_refused, tally.csp_refused);
+	CU_ASSERT_EQUAL(a.e->csp_tally.no_listener, tally.no_listener);
+	CU_ASSERT_EQUAL(a.e->csp_tally.other, tally.other);
+	CU_ASSERT_EQUAL(a.e->csp_tally.last_status, tally.last_status);
 	CU_ASSERT_EQUAL(dat_state(&a), DAT_EP_STATE_DISCONNECTED);
 	CU_ASSERT_PTR_NULL(a.e->cm_id);
 	/* the timer destroys the id after posting the event: teardown counts the ids */
@@ -618,25 +630,29 @@ static void retried_until_timeout(enum ofx_transport transport, enum rdma_cm_eve
 static void test_no_listener_retried_then_unreachable(void)
 {
 	retried_until_timeout(OFX_TRANSPORT_ROCE, RDMA_CM_EVENT_REJECTED, OFX_REJ_NO_LISTENER,
-			      DAT_CONNECTION_EVENT_UNREACHABLE);
+			      DAT_CONNECTION_EVENT_UNREACHABLE,
+			      (struct tally_want){ .no_listener = 1, .last_status = OFX_REJ_NO_LISTENER });
 }
 
 static void test_iwarp_refused_connect_retried_then_unreachable(void)
 {
 	retried_until_timeout(OFX_TRANSPORT_IWARP, RDMA_CM_EVENT_REJECTED, 0,
-			      DAT_CONNECTION_EVENT_UNREACHABLE);
+			      DAT_CONNECTION_EVENT_UNREACHABLE,
+			      (struct tally_want){ .no_listener = 1, .last_status = -ECONNREFUSED });
 }
 
 static void test_consumer_refusal_retried_then_timed_out(void)
 {
 	retried_until_timeout(OFX_TRANSPORT_ROCE, RDMA_CM_EVENT_REJECTED, OFX_REJ_CONSUMER,
-			      DAT_CONNECTION_EVENT_TIMED_OUT);
+			      DAT_CONNECTION_EVENT_TIMED_OUT,
+			      (struct tally_want){ .csp_refused = 1, .last_status = OFX_REJ_CONSUMER });
 }
 
 static void test_unreachable_retried_then_timed_out(void)
 {
 	retried_until_timeout(OFX_TRANSPORT_ROCE, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT,
-			      DAT_CONNECTION_EVENT_TIMED_OUT);
+			      DAT_CONNECTION_EVENT_TIMED_OUT,
+			      (struct tally_want){ .other = 1, .last_status = -ETIMEDOUT });
 }
 
 /* ---- the CSP or the EP goes away ------------------------------------------------ */
