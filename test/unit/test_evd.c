@@ -671,7 +671,7 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 		fake_cq_push(dto, &wc);
 	}
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 10);
-	CU_ASSERT(((struct fake_cq *)dto->cq)->max_poll <= 4);
+	CU_ASSERT(fake_cq_of(dto->cq)->max_poll <= 4);
 	for (i = 0; i < 10; i++) {
 		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
 		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, i);

@@ -78,7 +78,7 @@ static void setup(void)
 	fake_verbs.ops.post_send = siw_post_send;
 	fake_verbs.ops.modify_qp = siw_modify_qp;
 	fake_verbs.resize_errno = EOPNOTSUPP;
-	fake_verbs.next_qp_num = 0x100;
+	fake_verbs.next_num = 0x100;
 	memset(&dev, 0, sizeof(dev));
 	fake_ia_init(&ia);
 	ia.transport = OFX_TRANSPORT_IWARP;

@@ -55,21 +55,10 @@ static int model_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,
 	return 0;
 }
 
-static DAT_PROVIDER test_provider;
 static struct ofx_ia ia;
 static struct ibv_pd fake_pd, other_pd;
 static struct ofx_pz pz, other_pz;
 static struct fake_cq empty_cq = { .lock = PTHREAD_MUTEX_INITIALIZER };
-
-static void fake_pz_init(struct ofx_pz *z, struct ibv_pd *pd)
-{
-	memset(z, 0, sizeof(*z));
-	z->obj.provider = &test_provider;
-	z->obj.type = OFX_OBJ_PZ;
-	z->obj.ia = &ia;
-	z->pd = pd;
-	atomic_init(&z->refs, 0);
-}
 
 static void setup(void)
 {
@@ -80,7 +69,6 @@ static void setup(void)
 	srq_limit = ~0u;
 
 	fake_ia_init(&ia);
-	ia.obj.provider = &test_provider;
 	ofx_config_defaults(&ia.cfg);
 	ia.dev_attr.max_srq = 8;
 	ia.dev_attr.max_srq_wr = 64;
@@ -93,8 +81,8 @@ static void setup(void)
 	ia.empty_cq = &empty_cq.cq;
 
 	CU_ASSERT_FATAL(ofx_evd_create_internal(&ia, 16, DAT_EVD_ASYNC_FLAG, &ia.async_evd) == 0);
-	fake_pz_init(&pz, &fake_pd);
-	fake_pz_init(&other_pz, &other_pd);
+	fake_pz_init(&pz, &ia, &fake_pd);
+	fake_pz_init(&other_pz, &ia, &other_pd);
 }
 
 static void teardown(void)

@@ -237,7 +237,6 @@ static void test_handshake_exchanges_private_data_and_srq_numbers(void)
 	struct ofx_pdata_hdr hdr;
 	const uint8_t *rej;
 	DAT_EVENT ev;
-	int len;
 
 	setup(2);
 	open_pair(&a, &ea, &b, &eb);
@@ -254,8 +253,8 @@ static void test_handshake_exchanges_private_data_and_srq_numbers(void)
 	/* P learnt A's srqn from the CONFIRM */
 	CU_ASSERT_EQUAL(hdr.xrc_srqn, 0);
 	/* the REJ accept: stock header, port, version, tag, then data + trailer */
-	rej = xm_last_reject(&len);
-	CU_ASSERT_EQUAL(len, 148);
+	rej = fake_cm.pdata;
+	CU_ASSERT_EQUAL(fake_cm.pdata_len, 148);
 	CU_ASSERT_EQUAL(rej[0], 2);
 	CU_ASSERT_EQUAL(rej[2], 2);
 	CU_ASSERT_EQUAL(rej[4] << 8 | rej[5], ofx_xrc_service_port(&b->ia));
@@ -429,7 +428,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	/* the shared INI QPs stay for the second pair */
 	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
 	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 2);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
 	CU_ASSERT_EQUAL(send_msg(e2, "still here", 3), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f2, "me too", 4), DAT_SUCCESS);
 	expect_recv(b, f2, 2000, "still here");
@@ -450,7 +449,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	xm_pump();
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	teardown(2);
 }
 
@@ -594,7 +593,7 @@ static void test_connect_to_a_vanished_peer_fails_the_ep(void)
 	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 
 	/* an established peer that dies: A's fence names its SRQ and fails */
 	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
@@ -630,17 +629,17 @@ static void test_non_xrc_peer_gets_plain_rc(void)
 	CU_ASSERT_TRUE(ofx_xrc_offered(ea));
 	CU_ASSERT_EQUAL(memcmp(ea->req_pdata, big, 48), 0);
 	CU_ASSERT_EQUAL(ofx_pdata_decode(ea->req_pdata, ea->req_pdata_len, &hdr), 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 1);
 	ofx_xrc_fallback(ea);
 	CU_ASSERT_FALSE(ofx_xrc_offered(ea));
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	CU_ASSERT_EQUAL(ofx_xrc_ep_reset(ea), 0);
 	/* an offer that timed out or was rejected: reset closes its SRQ */
 	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 4, &offered), 0);
 	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 4, &offered), 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 1);
 	CU_ASSERT_EQUAL(ofx_xrc_ep_reset(ea), 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	/* more than 48 bytes: no room for the trailer, no offer */
 	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, big, 49, &offered), 0);
 	CU_ASSERT_FALSE(offered);
@@ -674,7 +673,7 @@ static void test_accept_declines_requests_without_an_offer(void)
 	cr.hdr.flags = OFX_PDATA_F_XRC;
 	CU_ASSERT_FALSE(ofx_xrc_accept(eb, &cr, NULL, OFX_XRC_ACCEPT_MAX + 1, &ret));
 	pthread_mutex_unlock(&eb->lock);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	CU_ASSERT_EQUAL(stats(b).conn_rc, 3);
 	teardown(1);
 }
@@ -737,7 +736,7 @@ static void test_passive_ep_resets_and_accepts_again(void)
 		expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
 		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
 		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+		CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 		drain_sends(a);
 		drain_sends(b);
 	}
@@ -779,10 +778,10 @@ static void test_disconnect_while_pending_ends_both_sides(void)
 	/* B gives up before A's CONFIRM: A's CONFIRM then finds nobody */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(eb, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 1);	/* A's, from its offer */
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 1);	/* A's, from its offer */
 	xm_pump();
 	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	teardown(2);
 }
 
@@ -841,7 +840,7 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 	connect_then_peer_dies(a, ea, b, eb);
 	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
-	CU_ASSERT_EQUAL(xm_cm_connects(), OFX_XRC_CTL_TRIES);
+	CU_ASSERT_EQUAL(fake_cm.connects, OFX_XRC_CTL_TRIES);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 	teardown(2);
 }
@@ -924,7 +923,7 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 	setup(1);
 	a = xm_proc_open(0, "", OFX_XRC_TGT_DOMAIN);
 	ini.send_cq = ofx_evd_cq(a->req_evd);
-	ini.pd = &a->pd;
+	ini.pd = a->pz.pd;
 	qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init & ~IBV_QP_ACCESS_FLAGS), EINVAL);
@@ -954,7 +953,7 @@ static void test_model_mlx5_sizes_xrc_send_queues(void)
 	CU_ASSERT_EQUAL(a->ia.dev_attr.max_qp_wr, 32768);
 	CU_ASSERT_EQUAL(a->ia.dev_attr.max_sge, 30);
 	ini.send_cq = ofx_evd_cq(a->req_evd);
-	ini.pd = &a->pd;
+	ini.pd = a->pz.pd;
 	/* what the provider asked for before: max_qp_wr - 1 and max_sge */
 	ini.cap.max_send_wr = 32767;
 	ini.cap.max_send_sge = 30;
@@ -1021,7 +1020,7 @@ static void test_ini_qp_that_cannot_be_made_fails_both_sides(void)
 	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(eb->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
@@ -1080,14 +1079,14 @@ static void test_rc_accept_grants_the_depths_the_peer_asked(void)
 	cr.cm_id = passive;
 	cr.remote_addr = a->ia.addr;
 	cr.param = ev;
-	xm_refuse_accept = true; /* look at the parameters only */
+	fake_cm.accept_errno = EINVAL; /* look at the parameters only */
 	pthread_mutex_lock(&eb->lock);
 	CU_ASSERT_NOT_EQUAL(ofx_cm_accept(eb, &cr, NULL, 0), 0);
 	pthread_mutex_unlock(&eb->lock);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_last_accept());
+	CU_ASSERT_EQUAL_FATAL(fake_cm.accepts, 1);
 	/* we serve the 3 reads A initiates; we initiate at most the 1 A serves */
-	CU_ASSERT_EQUAL(xm_last_accept()->responder_resources, 3);
-	CU_ASSERT_EQUAL(xm_last_accept()->initiator_depth, 1);
+	CU_ASSERT_EQUAL(fake_cm.conn.responder_resources, 3);
+	CU_ASSERT_EQUAL(fake_cm.conn.initiator_depth, 1);
 	ofx_verbs->destroy_id(passive);
 	ofx_verbs->destroy_id(active);
 	teardown(2);
@@ -1123,7 +1122,7 @@ static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
 						  DAT_VA_TYPE_VA, ea, cookie,
 						  DAT_COMPLETION_DEFAULT_FLAG, &rkey)),
 			DAT_MODEL_NOT_SUPPORTED);
-	CU_ASSERT_EQUAL(xm_binds(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.binds, 0);
 	/* and after the connection too (the RC QP is still unconnected) */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
@@ -1132,7 +1131,7 @@ static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
 						  DAT_VA_TYPE_VA, ea, cookie,
 						  DAT_COMPLETION_DEFAULT_FLAG, &rkey)),
 			DAT_MODEL_NOT_SUPPORTED);
-	CU_ASSERT_EQUAL(xm_binds(), 0);
+	CU_ASSERT_EQUAL(fake_verbs.binds, 0);
 	CU_ASSERT_EQUAL(ofx_rmr_free(rmr), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
 	teardown(2);
@@ -1206,10 +1205,10 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 	CU_ASSERT_EQUAL(send_msg(f2, "for e2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f1, "for e1", 2), DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL(xm_cq_pending(ofx_evd_cq(a->recv_evd)), 2);
+	CU_ASSERT_EQUAL(fake_cq_pending(a->recv_evd), 2);
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL(xm_cq_pending(ofx_evd_cq(a->recv_evd)), 0);
+	CU_ASSERT_EQUAL(fake_cq_pending(a->recv_evd), 0);
 	expect_recv(a, e2, 1000, "for e2");
 	expect_empty(a->recv_evd);	/* e1's went with it */
 	teardown(2);
@@ -1886,7 +1885,7 @@ static void test_dapltest_server_ep_serves_clients_in_a_row(void)
 		CU_ASSERT_EQUAL(stats(cl[i]).ini_live, 0);
 		CU_ASSERT_EQUAL(xm_tgts_on_node(0) + xm_tgts_on_node(1) + xm_tgts_on_node(2), 0);
 		CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
-		CU_ASSERT_EQUAL(xm_live_srqs(), 0);
+		CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	}
 	expect_xrc_only(srv, N_CLIENTS);
 	CU_ASSERT_EQUAL(stats(srv).tgt_created, N_CLIENTS);
@@ -2054,7 +2053,7 @@ static void test_transaction_mix_over_shared_ini_qps(void)
 	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
 	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 2 * N_TX_EPS);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 2 * N_TX_EPS);
 
 	/* a bad rkey is the peer's access error: it kills the shared INI QP */
 	{
@@ -2195,7 +2194,7 @@ static void test_mpi_crossing_connects_reject_reset_accept(void)
 			DAT_SUCCESS);
 	xm_pump();
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 2);	/* each REQ names one */
-	CU_ASSERT_EQUAL(xm_live_srqs(), 2);		/* and each offer has its SRQ */
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);		/* and each offer has its SRQ */
 	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(p0->cr_evd, &ev), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
 	cr_at0 = ev.event_data.cr_arrival_event_data.cr_handle;
@@ -2224,7 +2223,7 @@ static void test_mpi_crossing_connects_reject_reset_accept(void)
 	CU_ASSERT_EQUAL(ofx_ep_reset(e1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(e1->state, OFX_EP_UNCONNECTED);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 1);	/* rank 0's REQ, until answered */
-	CU_ASSERT_EQUAL(xm_live_srqs(), 1);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 1);
 	expect_empty(p1->recv_evd);
 	post_recv(e1, 11);
 	CU_ASSERT_EQUAL(ofx_cr_accept(cr_at1, e1, 8, "rank 1!"), DAT_SUCCESS);
@@ -2237,7 +2236,7 @@ static void test_mpi_crossing_connects_reject_reset_accept(void)
 	expect_xrc_only(p0, 1);
 	expect_xrc_only(p1, 1);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), 2);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
 	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
 	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
@@ -2293,13 +2292,13 @@ static void accept_with(int len, bool xrc_expected, bool refused)
 	/* over RC each side keeps its QP, and no XRC QP or SRQ exists */
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), xrc_expected ? 0 : 2);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), xrc_expected ? 2 : 0);
-	CU_ASSERT_EQUAL(xm_live_srqs(), xrc_expected ? 2 : 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, xrc_expected ? 2 : 0);
 	if (!xrc_expected) {
 		/* the REP: the consumer's bytes, our trailer at the end of 196 */
-		const struct rdma_conn_param *rep = xm_last_accept();
+		const struct rdma_conn_param *rep = &fake_cm.conn;	/* no connect after it */
 		struct ofx_pdata_hdr hdr;
 
-		CU_ASSERT_PTR_NOT_NULL_FATAL(rep);
+		CU_ASSERT_FATAL(fake_cm.accepts > 0);
 		CU_ASSERT_EQUAL(rep->private_data_len, 196);
 		CU_ASSERT_EQUAL(memcmp(rep->private_data, acc, (size_t)len), 0);
 		CU_ASSERT_EQUAL(ofx_pdata_decode(rep->private_data, 196, &hdr), 0);

@@ -19,7 +19,6 @@
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
-#include <sys/eventfd.h>
 #include <sys/stat.h>
 
 #define XM_CQ_DEPTH 4096
@@ -30,29 +29,10 @@
 #define XM_PORT_BASE 20000
 
 /*
- * A CQE names the resource it belongs to, as mlx5's do (cqe version 1: the
- * user index of the QP, or of the XRC SRQ for a receive).  srqn is that SRQ
- * for a receive completion, 0 for a QP's.
+ * What the model adds to the objects of fake_verbs.  A handle the kernel
+ * closed when its process died (xm_proc_kill) is obj.closed: the calls on
+ * it fail or do nothing, and its destroy only frees the memory.
  */
-struct xm_cqe {
-	struct ibv_wc wc;
-	uint32_t srqn;
-	uint64_t seq;			/* a send's: its place in its QP's send queue */
-};
-
-/*
- * Every object below carries `gone`: the kernel closed it when its process
- * died (xm_proc_kill).  What the dead process's memory still points to
- * stays allocated, and the calls that reclaim that memory afterwards
- * (xm_proc_close of the corpse) only free it.
- */
-struct xm_cq {
-	struct ibv_cq cq;
-	bool gone;
-	struct xm_cqe q[XM_CQ_DEPTH];
-	int head, n;
-};
-
 struct xm_domain {
 	int node;
 	ino_t ino;			/* 0: private */
@@ -60,9 +40,9 @@ struct xm_domain {
 };
 
 struct xm_xrcd {
+	struct fake_obj obj;
 	struct ibv_xrcd xrcd;
 	struct xm_domain *dom;
-	bool gone;
 };
 
 struct xm_recv {
@@ -72,8 +52,7 @@ struct xm_recv {
 };
 
 struct xm_srq {
-	struct ibv_srq srq;
-	bool gone;
+	struct fake_srq fs;
 	int node;
 	struct xm_domain *dom;
 	uint32_t srqn;
@@ -114,8 +93,7 @@ struct xm_send {
 };
 
 struct xm_qp {
-	struct ibv_qp qp;
-	bool gone;
+	struct fake_qp fq;
 	int node;
 	struct xm_tgt *tgt;		/* XRC_RECV handle */
 	uint32_t dest;			/* XRC_SEND: TGT number */
@@ -130,17 +108,6 @@ struct xm_qp {
 	uint64_t posted, retired;
 };
 
-struct xm_mr {
-	struct ibv_mr mr;
-	bool gone;
-	int access;
-};
-
-struct xm_mw {
-	struct ibv_mw mw;
-	bool gone;
-};
-
 struct xm_ctl {
 	struct xm_proc *from;
 	struct sockaddr_in to;
@@ -151,30 +118,15 @@ struct xm_ctl {
 bool xm_rnr_limited;
 bool xm_autopump = true;
 bool xm_use_cm;
-bool xm_refuse_accept;
 const struct xm_device *xm_device = &xm_dev_toy;
 
-static struct ofx_verbs_ops model;
-static DAT_PROVIDER test_provider;
 static struct xm_proc *procs[XM_MAX_PROCS];
 static int nprocs;
-static struct xm_srq *srqs[XM_MAX_OBJS];
 static struct xm_tgt *tgts[XM_MAX_OBJS];
-static struct xm_qp *inis[XM_MAX_OBJS];
-/* every live handle, by kind: what the kernel closes when a process dies */
-static struct xm_qp *qps[XM_MAX_OBJS];
-static struct xm_cq *cqs[XM_MAX_OBJS];
-static struct xm_xrcd *xrcds[XM_MAX_OBJS];
-static struct xm_mr *mrs[XM_MAX_OBJS];
-static struct xm_mw *mws[XM_MAX_OBJS];
-static int live_rc, live_ini, live_srq, live_cq, live_xrcd;
-static int rc_recvs;	/* receives posted to RC QPs */
 static struct xm_domain *domains[XM_MAX_OBJS];
-static uint32_t next_num = 0x100;
+static int rc_recvs;	/* receives posted to RC QPs */
 static struct xm_ctl ctlq[XM_MAX_CTL];
 static int nctl;
-static uint8_t last_rej[148];
-static int last_rej_len;
 static struct rdma_cm_id dummy_id;
 
 static struct xm_proc *proc_of(struct ibv_context *ctx)
@@ -185,6 +137,24 @@ static struct xm_proc *proc_of(struct ibv_context *ctx)
 static const struct xm_device *dev_of(struct ibv_context *ctx)
 {
 	return proc_of(ctx)->dev;
+}
+
+static struct xm_qp *xm_qp_of(struct ibv_qp *qp)
+{
+	return container_of(qp, struct xm_qp, fq.qp);
+}
+
+/* The open objects of the model, by kind (fake_verbs.live). */
+#define xm_for_each(pos, tmp, kind) ofx_list_for_each_safe(pos, tmp, &fake_verbs.live[kind])
+
+static struct xm_qp *qp_at(struct ofx_list *pos)
+{
+	return container_of(pos, struct xm_qp, fq.obj.link);
+}
+
+static struct xm_srq *srq_at(struct ofx_list *pos)
+{
+	return container_of(pos, struct xm_srq, fs.obj.link);
 }
 
 static void slot_add(void **tab, void *obj)
@@ -206,51 +176,6 @@ static void slot_del(void **tab, void *obj)
 
 /* ---- CQs ----------------------------------------------------------------- */
 
-static struct ibv_comp_channel *m_create_comp_channel(struct ibv_context *ctx)
-{
-	struct ibv_comp_channel *ch = calloc(1, sizeof(*ch));
-
-	ch->fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	return ch;
-}
-
-static int m_destroy_comp_channel(struct ibv_comp_channel *ch)
-{
-	close(ch->fd);
-	free(ch);
-	return 0;
-}
-
-static struct ibv_cq *m_create_cq(struct ibv_context *ctx, int cqe, void *cq_context,
-				  struct ibv_comp_channel *ch, int vec)
-{
-	struct xm_cq *m = calloc(1, sizeof(*m));
-
-	m->cq.cqe = cqe;
-	m->cq.cq_context = cq_context;
-	m->cq.channel = ch;
-	m->cq.context = ctx;
-	slot_add((void **)cqs, m);
-	live_cq++;
-	return &m->cq;
-}
-
-static void cq_release(struct xm_cq *m)
-{
-	slot_del((void **)cqs, m);
-	live_cq--;
-}
-
-static int m_destroy_cq(struct ibv_cq *cq)
-{
-	struct xm_cq *m = container_of(cq, struct xm_cq, cq);
-
-	if (!m->gone)
-		cq_release(m);
-	free(m);
-	return 0;
-}
-
 static bool srq_live(uint32_t srqn);
 static void sq_retire(uint32_t qpn, uint64_t seq);
 
@@ -260,84 +185,15 @@ static void sq_retire(uint32_t qpn, uint64_t seq);
  * SRQ destroyed before its completions were polled: mlx5_destroy_srq does
  * not clean the CQ) fails the parse with CQ_POLL_ERR.  The call then
  * returns that error, not the count: the completions it had already taken
- * in this batch are lost with it.
+ * in this batch are lost with it.  A send's CQE frees its send queue slots.
  */
-static int m_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
+static int m_cqe_parse(const struct fake_cqe *e)
 {
-	struct xm_cq *m = container_of(cq, struct xm_cq, cq);
-	int got = 0;
-
-	if (m->gone)
-		return 0;
-	while (got < n && m->n) {
-		const struct xm_cqe *e = &m->q[m->head];
-
-		m->head = (m->head + 1) % XM_CQ_DEPTH;
-		m->n--;
-		if (e->srqn && !srq_live(e->srqn))
-			return -2;
-		if (!e->srqn)
-			sq_retire(e->wc.qp_num, e->seq);
-		wc[got++] = e->wc;
-	}
-	return got;
-}
-
-static int m_req_notify_cq(struct ibv_cq *cq, int solicited_only)
-{
+	if (e->srqn && !srq_live(e->srqn))
+		return -2;
+	if (!e->srqn)
+		sq_retire(e->wc.qp_num, e->seq);
 	return 0;
-}
-
-static void cq_push_srq(struct ibv_cq *cq, const struct ibv_wc *wc, uint32_t srqn)
-{
-	struct xm_cq *m = container_of(cq, struct xm_cq, cq);
-	struct xm_cqe *e;
-
-	CU_ASSERT_FATAL(m->n < XM_CQ_DEPTH);
-	e = &m->q[(m->head + m->n) % XM_CQ_DEPTH];
-	e->wc = *wc;
-	e->srqn = srqn;
-	m->n++;
-}
-
-static void cq_push(struct ibv_cq *cq, const struct ibv_wc *wc)
-{
-	cq_push_srq(cq, wc, 0);
-}
-
-static void cq_push_send(struct ibv_cq *cq, const struct ibv_wc *wc, uint64_t seq)
-{
-	struct xm_cq *m = container_of(cq, struct xm_cq, cq);
-
-	cq_push_srq(cq, wc, 0);
-	m->q[(m->head + m->n - 1) % XM_CQ_DEPTH].seq = seq;
-}
-
-/*
- * mlx5's __mlx5_cq_clean, run by mlx5_destroy_qp on the QP's send and
- * receive CQs: the destroyed QP's CQEs leave the CQ unreported, the others
- * keep their order.  (A TGT has no CQ; an XRC SRQ's CQEs are the SRQ's.)
- */
-static void cq_clean(struct ibv_cq *cq, uint32_t qpn)
-{
-	struct xm_cq *m;
-	int k = 0;
-
-	if (!cq)
-		return;
-	m = container_of(cq, struct xm_cq, cq);
-	for (int i = 0; i < m->n; i++) {
-		const struct xm_cqe *e = &m->q[(m->head + i) % XM_CQ_DEPTH];
-
-		if (e->srqn || e->wc.qp_num != qpn)
-			m->q[(m->head + k++) % XM_CQ_DEPTH] = *e;
-	}
-	m->n = k;
-}
-
-int xm_cq_pending(struct ibv_cq *cq)
-{
-	return container_of(cq, struct xm_cq, cq)->n;
 }
 
 /* ---- device profiles ------------------------------------------------------ */
@@ -489,6 +345,18 @@ int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 
 /* ---- domains, SRQs ------------------------------------------------------- */
 
+/* The domain loses a handle; the last one takes it. */
+static void xrcd_release(struct fake_obj *obj)
+{
+	struct xm_xrcd *x = container_of(obj, struct xm_xrcd, obj);
+
+	if (--x->dom->refs == 0) {
+		slot_del((void **)domains, x->dom);
+		free(x->dom);
+	}
+	x->dom = NULL;
+}
+
 static struct ibv_xrcd *m_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_init_attr *attr)
 {
 	struct xm_proc *p = proc_of(ctx);
@@ -511,32 +379,16 @@ static struct ibv_xrcd *m_open_xrcd(struct ibv_context *ctx, struct ibv_xrcd_ini
 		slot_add((void **)domains, dom);
 	}
 	dom->refs++;
-	x = calloc(1, sizeof(*x));
+	x = fake_obj_new(FAKE_XRCD, sizeof(*x), ctx);
+	x->obj.release = xrcd_release;
 	x->xrcd.context = ctx;
 	x->dom = dom;
-	slot_add((void **)xrcds, x);
-	live_xrcd++;
 	return &x->xrcd;
-}
-
-static void xrcd_release(struct xm_xrcd *x)
-{
-	if (--x->dom->refs == 0) {
-		slot_del((void **)domains, x->dom);
-		free(x->dom);
-	}
-	x->dom = NULL;
-	slot_del((void **)xrcds, x);
-	live_xrcd--;
 }
 
 static int m_close_xrcd(struct ibv_xrcd *xrcd)
 {
-	struct xm_xrcd *x = container_of(xrcd, struct xm_xrcd, xrcd);
-
-	if (!x->gone)
-		xrcd_release(x);
-	free(x);
+	fake_obj_destroy(&container_of(xrcd, struct xm_xrcd, xrcd)->obj);
 	return 0;
 }
 
@@ -545,57 +397,43 @@ static struct xm_domain *dom_of(struct ibv_xrcd *xrcd)
 	return container_of(xrcd, struct xm_xrcd, xrcd)->dom;
 }
 
+/* An XRC SRQ; mlx5_destroy_srq (the core's destroy) leaves its CQEs in the CQ. */
 static struct ibv_srq *m_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
+	struct fake_srq *f;
 	struct xm_srq *s;
 
-	if (attr->srq_type != IBV_SRQT_XRC || !attr->xrcd || !attr->cq || !attr->pd ||
+	if (attr->srq_type != IBV_SRQT_XRC || !attr->xrcd || !attr->cq ||
 	    attr->attr.max_wr > (uint32_t)dev_of(ctx)->max_srq_wr ||
 	    attr->attr.max_sge > (uint32_t)dev_of(ctx)->max_srq_sge) {
 		errno = EINVAL;
 		return NULL;
 	}
-	s = calloc(1, sizeof(*s));
-	s->srq.context = ctx;
-	s->srq.srq_context = attr->srq_context;
+	f = fake_srq_new(ctx, attr, sizeof(*s));
+	if (!f)
+		return NULL;
+	s = container_of(f, struct xm_srq, fs);
 	s->node = proc_of(ctx)->node;
 	s->dom = dom_of(attr->xrcd);
-	s->srqn = next_num++;
+	s->srqn = fake_verbs.next_num++;
 	s->cq = attr->cq;
 	s->max_wr = attr->attr.max_wr;
-	slot_add((void **)srqs, s);
-	live_srq++;
-	return &s->srq;
-}
-
-/* mlx5_destroy_srq: the SRQ leaves the table; its CQEs stay in the CQ. */
-static void srq_release(struct xm_srq *s)
-{
-	slot_del((void **)srqs, s);
-	live_srq--;
-}
-
-static int m_destroy_srq(struct ibv_srq *srq)
-{
-	struct xm_srq *s = container_of(srq, struct xm_srq, srq);
-
-	if (!s->gone)
-		srq_release(s);
-	free(s);
-	return 0;
+	return &f->srq;
 }
 
 static bool srq_live(uint32_t srqn)
 {
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (srqs[i] && srqs[i]->srqn == srqn)
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_SRQ)
+		if (srq_at(pos)->srqn == srqn)
 			return true;
 	return false;
 }
 
 static int m_get_srq_num(struct ibv_srq *srq, uint32_t *n)
 {
-	*n = container_of(srq, struct xm_srq, srq)->srqn;
+	*n = container_of(srq, struct xm_srq, fs.srq)->srqn;
 	return 0;
 }
 
@@ -603,9 +441,9 @@ static void progress_pending(void);
 
 static int m_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
-	struct xm_srq *s = container_of(srq, struct xm_srq, srq);
+	struct xm_srq *s = container_of(srq, struct xm_srq, fs.srq);
 
-	if (s->gone) {
+	if (s->fs.obj.closed) {
 		*bad = wr;
 		return -EINVAL;
 	}
@@ -636,6 +474,31 @@ static struct xm_tgt *tgt_find(int node, uint32_t qpn)
 	return NULL;
 }
 
+/*
+ * The QP handle goes (destroyed, or closed by the kernel at its process's
+ * exit): a TGT with its last handle; as mlx5_destroy_qp does, an INI's or
+ * RC QP's CQEs leave its CQs (a TGT has no CQ; an XRC SRQ's CQEs are the
+ * SRQ's).
+ */
+static void qp_release(struct fake_obj *obj)
+{
+	struct xm_qp *q = container_of(obj, struct xm_qp, fq.obj);
+	struct ibv_qp *qp = &q->fq.qp;
+
+	if (q->tgt) {
+		if (--q->tgt->handles == 0) {
+			slot_del((void **)tgts, q->tgt);
+			free(q->tgt);
+		}
+	} else {
+		fake_cq_clean(qp->send_cq, qp->qp_num);
+		if (qp->qp_type != IBV_QPT_XRC_SEND && qp->recv_cq != qp->send_cq)
+			fake_cq_clean(qp->recv_cq, qp->qp_num);
+	}
+	q->tgt = NULL;
+	q->npend = 0;
+}
+
 static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
 {
 	const struct xm_device *d = dev_of(ctx);
@@ -650,16 +513,9 @@ static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 			return NULL;
 		}
 	}
-	q = calloc(1, sizeof(*q));
+	q = container_of(fake_qp_new(ctx, attr, sizeof(*q)), struct xm_qp, fq);
+	q->fq.obj.release = qp_release;
 	q->cap = attr->cap;
-
-	q->qp.context = ctx;
-	q->qp.qp_context = attr->qp_context;
-	q->qp.qp_type = attr->qp_type;
-	q->qp.send_cq = attr->send_cq;
-	q->qp.recv_cq = attr->recv_cq;
-	q->qp.state = IBV_QPS_RESET;
-	q->qp.qp_num = next_num++;
 	q->node = proc_of(ctx)->node;
 	switch (attr->qp_type) {
 	case IBV_QPT_XRC_RECV:
@@ -667,21 +523,17 @@ static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		q->tgt = calloc(1, sizeof(*q->tgt));
 		q->tgt->node = q->node;
 		q->tgt->dom = dom_of(attr->xrcd);
-		q->tgt->qpn = q->qp.qp_num;
+		q->tgt->qpn = q->fq.qp.qp_num;
 		q->tgt->handles = 1;
 		slot_add((void **)tgts, q->tgt);
 		break;
 	case IBV_QPT_XRC_SEND:
 		CU_ASSERT_FATAL(attr->send_cq && attr->pd);
-		slot_add((void **)inis, q);
-		live_ini++;
 		break;
 	default:
-		live_rc++;
 		break;
 	}
-	slot_add((void **)qps, q);
-	return &q->qp;
+	return &q->fq.qp;
 }
 
 static struct ibv_qp *m_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr *attr)
@@ -693,16 +545,16 @@ static struct ibv_qp *m_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr
 		errno = ENOENT;
 		return NULL;
 	}
-	q = calloc(1, sizeof(*q));
-	q->qp.context = ctx;
-	q->qp.qp_type = IBV_QPT_XRC_RECV;
-	q->qp.qp_num = t->qpn;
-	q->qp.state = IBV_QPS_RTR;
+	q = fake_obj_new(FAKE_QP, sizeof(*q), ctx);
+	q->fq.obj.release = qp_release;
+	q->fq.qp.context = ctx;
+	q->fq.qp.qp_type = IBV_QPT_XRC_RECV;
+	q->fq.qp.qp_num = t->qpn;
+	q->fq.qp.state = IBV_QPS_RTR;
 	q->node = t->node;
 	q->tgt = t;
 	t->handles++;
-	slot_add((void **)qps, q);
-	return &q->qp;
+	return &q->fq.qp;
 }
 
 /*
@@ -711,12 +563,12 @@ static struct ibv_qp *m_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr
  */
 static int m_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 {
-	struct xm_qp *q = container_of(qp, struct xm_qp, qp);
+	struct xm_qp *q = xm_qp_of(qp);
 	struct xm_qp_attrs *a = q->tgt ? &q->tgt->attrs : &q->attrs;
 	const struct xm_device *d = dev_of(qp->context);
 	enum ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : qp->state;
 
-	if (q->gone)
+	if (q->fq.obj.closed)
 		return 0;
 	if (qp_mask_check(qp->qp_type, qp->state, next, mask))
 		return EINVAL;
@@ -785,41 +637,11 @@ void xm_async_qp_event_unacked(struct xm_proc *p, struct ibv_qp *qp, enum ibv_ev
 	unacked.pending = true;
 }
 
-/* The QP handle goes (destroyed, or closed by the kernel at its process's exit). */
-static void qp_release(struct xm_qp *q)
-{
-	struct ibv_qp *qp = &q->qp;
-
-	slot_del((void **)qps, q);
-	if (q->tgt) {
-		if (--q->tgt->handles == 0) {
-			slot_del((void **)tgts, q->tgt);
-			free(q->tgt);
-		}
-	} else if (qp->qp_type == IBV_QPT_XRC_SEND) {
-		cq_clean(qp->send_cq, qp->qp_num);
-		slot_del((void **)inis, q);
-		live_ini--;
-	} else {
-		cq_clean(qp->send_cq, qp->qp_num);
-		if (qp->recv_cq != qp->send_cq)
-			cq_clean(qp->recv_cq, qp->qp_num);
-		live_rc--;
-	}
-	q->tgt = NULL;
-	q->npend = 0;
-}
-
 static int m_destroy_qp(struct ibv_qp *qp)
 {
-	struct xm_qp *q = container_of(qp, struct xm_qp, qp);
-
-	if (!q->gone && !destroy_waits_for_events(qp))
+	if (!xm_qp_of(qp)->fq.obj.closed && !destroy_waits_for_events(qp))
 		return 0;
-	if (!q->gone)
-		qp_release(q);
-	free(q);
-	return 0;
+	return fake_verbs_core.destroy_qp(qp);
 }
 
 /*
@@ -829,7 +651,7 @@ static int m_destroy_qp(struct ibv_qp *qp)
 static int m_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad)
 {
 	if (qp->qp_type != IBV_QPT_RC || qp->state == IBV_QPS_RESET ||
-	    container_of(qp, struct xm_qp, qp)->gone) {
+	    xm_qp_of(qp)->fq.obj.closed) {
 		*bad = wr;
 		return -EINVAL;
 	}
@@ -851,29 +673,37 @@ static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 
 static void send_wc(struct xm_qp *q, const struct xm_send *s, enum ibv_wc_status st)
 {
-	struct ibv_wc wc = { .wr_id = s->wr_id, .status = st, .opcode = wc_opcode(s->op),
-			     .qp_num = q->qp.qp_num };
+	struct fake_cqe e = { .wc = { .wr_id = s->wr_id, .status = st, .opcode = wc_opcode(s->op),
+				      .qp_num = q->fq.qp.qp_num },
+			      .seq = s->seq };
 
 	if (s->op == IBV_WR_RDMA_READ && st == IBV_WC_SUCCESS)
-		wc.byte_len = s->len;
+		e.wc.byte_len = s->len;
 	if (s->signaled || st != IBV_WC_SUCCESS)
-		cq_push_send(q->qp.send_cq, &wc, s->seq);
+		fake_cq_push_cqe(q->fq.qp.send_cq, &e);
 }
 
 static void sq_retire(uint32_t qpn, uint64_t seq)
 {
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (qps[i] && qps[i]->qp.qp_num == qpn && !qps[i]->tgt && seq > qps[i]->retired)
-			qps[i]->retired = seq;
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_QP) {
+		struct xm_qp *q = qp_at(pos);
+
+		if (q->fq.qp.qp_num == qpn && !q->tgt && seq > q->retired)
+			q->retired = seq;
+	}
 }
 
 /* The bytes at [addr, addr + len) of an MR of `node` that `rkey` opens for `access`. */
 static void *rkey_find(int node, uint32_t rkey, uint64_t addr, uint32_t len, int access)
 {
-	for (int i = 0; i < XM_MAX_OBJS; i++) {
-		const struct xm_mr *m = mrs[i];
+	struct ofx_list *pos, *tmp;
 
-		if (m && m->mr.rkey == rkey && proc_of(m->mr.context)->node == node &&
+	xm_for_each(pos, tmp, FAKE_MR) {
+		const struct fake_mr *m = container_of(pos, struct fake_mr, obj.link);
+
+		if (m->mr.rkey == rkey && proc_of(m->mr.context)->node == node &&
 		    (m->access & access) == access && addr >= (uintptr_t)m->mr.addr &&
 		    addr + len <= (uintptr_t)m->mr.addr + m->mr.length)
 			return (void *)(uintptr_t)addr;
@@ -884,7 +714,7 @@ static void *rkey_find(int node, uint32_t rkey, uint64_t addr, uint32_t len, int
 /* The INI QP fails: the WR gets `st`, everything held behind it is flushed. */
 static void ini_error(struct xm_qp *q, uint64_t wr_id, enum ibv_wc_status st)
 {
-	q->qp.state = IBV_QPS_ERR;
+	q->fq.qp.state = IBV_QPS_ERR;
 	for (int i = 0; i < q->npend; i++)
 		send_wc(q, &q->pend[i], q->pend[i].wr_id == wr_id ? st : IBV_WC_WR_FLUSH_ERR);
 	q->npend = 0;
@@ -892,10 +722,14 @@ static void ini_error(struct xm_qp *q, uint64_t wr_id, enum ibv_wc_status st)
 
 static struct xm_srq *srq_find(struct xm_tgt *t, uint32_t srqn)
 {
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (srqs[i] && srqs[i]->srqn == srqn && srqs[i]->node == t->node &&
-		    srqs[i]->dom == t->dom)
-			return srqs[i];
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_SRQ) {
+		struct xm_srq *s = srq_at(pos);
+
+		if (s->srqn == srqn && s->node == t->node && s->dom == t->dom)
+			return s;
+	}
 	return NULL;
 }
 
@@ -964,15 +798,15 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = s->len;
 	wc.qp_num = t->qpn;
-	wc.src_qp = q->qp.qp_num;
-	cq_push_srq(srq->cq, &wc, srq->srqn);
+	wc.src_qp = q->fq.qp.qp_num;
+	fake_cq_push_cqe(srq->cq, &(struct fake_cqe){ .wc = wc, .srqn = srq->srqn });
 	send_wc(q, s, IBV_WC_SUCCESS);
 	return true;
 }
 
 static void progress_qp(struct xm_qp *q)
 {
-	while (q->npend && q->qp.state == IBV_QPS_RTS) {
+	while (q->npend && q->fq.qp.state == IBV_QPS_RTS) {
 		if (!deliver(q, &q->pend[0]))
 			return;
 		memmove(&q->pend[0], &q->pend[1], --q->npend * sizeof(q->pend[0]));
@@ -981,16 +815,21 @@ static void progress_qp(struct xm_qp *q)
 
 static void progress_pending(void)
 {
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (inis[i] && inis[i]->npend)
-			progress_qp(inis[i]);
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_QP) {
+		struct xm_qp *q = qp_at(pos);
+
+		if (q->fq.qp.qp_type == IBV_QPT_XRC_SEND && q->npend)
+			progress_qp(q);
+	}
 }
 
 static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
-	struct xm_qp *q = container_of(qp, struct xm_qp, qp);
+	struct xm_qp *q = xm_qp_of(qp);
 
-	if (qp->qp_type != IBV_QPT_XRC_SEND || q->gone) {
+	if (qp->qp_type != IBV_QPT_XRC_SEND || q->fq.obj.closed) {
 		*bad = wr;
 		return -EINVAL; /* the RC QP of an XRC EP never sends in these tests */
 	}
@@ -1040,36 +879,32 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 	return 0;
 }
 
-static void cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len);
+/* ---- memory (the windows of dat_rmr_bind) ----------------------------------- */
 
-static int m_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+/*
+ * A bind is a send queue WR: on a QP that is not in RTS (the unconnected RC
+ * QP of an XRC EP) mlx5 takes it and never executes it: no completion.
+ */
+static int m_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
 {
-	memset(last_rej, 0, sizeof(last_rej));
-	if (len)
-		memcpy(last_rej, pdata, len);
-	last_rej_len = len;
-	cm_reject(id, pdata, len);
-	return 0;
+	int ret = fake_verbs_core.bind_mw(qp, mw, bind);
+
+	if (!ret && qp->state == IBV_QPS_RTS) {
+		struct ibv_wc wc = { .wr_id = bind->wr_id, .opcode = IBV_WC_BIND_MW,
+				     .qp_num = qp->qp_num };
+
+		fake_cq_push_cq(qp->send_cq, &wc);
+	}
+	return ret;
 }
 
 /* ---- rdma_cm (the XRC carrier's ids: RDMA_PS_UDP and RDMA_PS_IB) --------- */
 
-#define XM_MAX_EVENTS 256
-
-struct xm_chan {
-	struct rdma_event_channel ch;
-	struct rdma_cm_event *q[XM_MAX_EVENTS];
-	int n;
-};
-
-struct xm_ev {
-	struct rdma_cm_event ev;
-	uint8_t data[256];
-};
+/* IB CM private data areas: a receiver sees the whole one, whatever was sent. */
+enum { XM_REQ_AREA = 56, XM_REJ_AREA = 148, XM_REP_AREA = 196 };
 
 struct xm_id {
-	struct rdma_cm_id id;
-	bool gone;
+	struct fake_id fid;
 	struct xm_proc *p;
 	bool listening;
 	struct xm_id *peer;		/* the other end of a connection */
@@ -1084,12 +919,15 @@ struct xm_id {
 	uint8_t responder_resources, initiator_depth;
 };
 
-static struct xm_id *ids[XM_MAX_OBJS];
-static int live_ids;
-static int connects;		/* rdma_connect calls */
-static int accepts;		/* rdma_accept calls */
-static struct rdma_conn_param last_accept;
-static uint8_t last_accept_data[256];
+static struct xm_id *xm_id_of(struct rdma_cm_id *id)
+{
+	return container_of(id, struct xm_id, fid.id);
+}
+
+static struct xm_id *id_at(struct ofx_list *pos)
+{
+	return container_of(pos, struct xm_id, fid.obj.link);
+}
 
 static struct xm_proc *proc_of_chan(struct rdma_event_channel *ch)
 {
@@ -1116,29 +954,17 @@ static void ev_queue_cp(struct xm_id *to, enum rdma_cm_event_type type, int stat
 			struct xm_id *listen, const void *pdata, int len, bool ud,
 			const struct rdma_conn_param *cp)
 {
-	struct xm_chan *c = container_of(to->id.channel, struct xm_chan, ch);
-	struct xm_ev *e = calloc(1, sizeof(*e));
+	struct rdma_cm_event *ev = fake_cm_queue(&to->fid.id, type, status, pdata, len);
 
-	CU_ASSERT_FATAL(c->n < XM_MAX_EVENTS);
-	e->ev.event = type;
-	e->ev.status = status;
-	e->ev.id = &to->id;
-	e->ev.listen_id = listen ? &listen->id : NULL;
-	if (pdata && len)
-		memcpy(e->data, pdata, len);
-	if (ud) {
-		e->ev.param.ud.private_data = e->data;
-		e->ev.param.ud.private_data_len = (uint8_t)len;
-	} else {
-		e->ev.param.conn.private_data = e->data;
-		/* IB: the receiver sees the whole area of the message (REQ, REJ, REP) */
-		e->ev.param.conn.private_data_len =
-			(uint8_t)(!len ? 0 : type == RDMA_CM_EVENT_CONNECT_REQUEST ? 56 :
-					     type == RDMA_CM_EVENT_REJECTED ? 148 : 196);
-		if (cp)
-			ev_depths(to, &e->ev, cp);
-	}
-	c->q[c->n++] = &e->ev;
+	ev->listen_id = listen ? &listen->fid.id : NULL;
+	if (ud)
+		return;
+	if (len)
+		ev->param.conn.private_data_len =
+			type == RDMA_CM_EVENT_CONNECT_REQUEST ? XM_REQ_AREA :
+			type == RDMA_CM_EVENT_REJECTED ? XM_REJ_AREA : XM_REP_AREA;
+	if (cp)
+		ev_depths(to, ev, cp);
 }
 
 static void ev_queue(struct xm_id *to, enum rdma_cm_event_type type, int status,
@@ -1147,63 +973,41 @@ static void ev_queue(struct xm_id *to, enum rdma_cm_event_type type, int status,
 	ev_queue_cp(to, type, status, listen, pdata, len, ud, NULL);
 }
 
-static int m_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id_p, void *ctx,
-		       enum rdma_port_space ps)
-{
-	struct xm_id *m;
-
-	if (!proc_of_chan(ch) || proc_of_chan(ch)->dead) {
-		errno = ENODEV;
-		return -1;
-	}
-	m = calloc(1, sizeof(*m));
-	m->p = proc_of_chan(ch);
-	m->id.channel = ch;
-	m->id.context = ctx;
-	m->id.ps = ps;
-	m->id.verbs = &m->p->ctx;
-	m->id.route.addr.src_storage = m->p->ia.addr;
-	slot_add((void **)ids, m);
-	live_ids++;
-	*id_p = &m->id;
-	return 0;
-}
-
 /* The id goes (destroyed, or closed by the kernel at its process's exit). */
-static void id_release(struct xm_id *m)
+static void id_release(struct fake_obj *obj)
 {
-	struct rdma_cm_id *id = &m->id;
-	struct xm_chan *c = container_of(id->channel, struct xm_chan, ch);
-	int k = 0;
+	struct xm_id *m = container_of(obj, struct xm_id, fid.obj);
+	struct ofx_list *pos, *tmp;
 
 	/* a connected IB peer hears a DREQ */
 	if (m->peer && m->peer->peer == m) {
 		m->peer->peer = NULL;
-		if (id->ps == RDMA_PS_IB)
+		if (m->fid.id.ps == RDMA_PS_IB)
 			ev_queue(m->peer, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0, false);
 	}
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (ids[i] && ids[i]->peer == m)
-			ids[i]->peer = NULL;
+	xm_for_each(pos, tmp, FAKE_ID)
+		if (id_at(pos)->peer == m)
+			id_at(pos)->peer = NULL;
 	m->peer = NULL;
-	for (int i = 0; i < c->n; i++) {
-		if (c->q[i]->id == id)
-			free(container_of(c->q[i], struct xm_ev, ev));
-		else
-			c->q[k++] = c->q[i];
-	}
-	c->n = k;
-	slot_del((void **)ids, m);
-	live_ids--;
 }
 
-static int m_destroy_id(struct rdma_cm_id *id)
+static int m_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id_p, void *ctx,
+		       enum rdma_port_space ps)
 {
-	struct xm_id *m = container_of(id, struct xm_id, id);
+	struct xm_proc *p = proc_of_chan(ch);
+	struct xm_id *m;
 
-	if (!m->gone)
-		id_release(m);
-	free(m);
+	if (!p || p->dead) {
+		errno = ENODEV;
+		return -1;
+	}
+	m = container_of(fake_cm_id_new(ch, ctx, ps, sizeof(*m)), struct xm_id, fid);
+	m->fid.obj.ctx = &p->ctx;
+	m->fid.obj.release = id_release;
+	m->p = p;
+	m->fid.id.verbs = &p->ctx;
+	m->fid.id.route.addr.src_storage = p->ia.addr;
+	*id_p = &m->fid.id;
 	return 0;
 }
 
@@ -1217,14 +1021,19 @@ static int m_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 	static uint16_t next_port = 40000;
 	struct sockaddr_in *sin = &id->route.addr.src_sin;
 	uint16_t port = ntohs(((struct sockaddr_in *)addr)->sin_port);
+	struct ofx_list *pos, *tmp;
 
-	for (int i = 0; port && i < XM_MAX_OBJS; i++)
-		if (ids[i] && &ids[i]->id != id && ids[i]->id.ps == id->ps &&
-		    ids[i]->p->node == container_of(id, struct xm_id, id)->p->node &&
-		    id_port(&ids[i]->id) == port) {
+	if (fake_verbs_core.bind_addr(id, addr))
+		return -1;
+	xm_for_each(pos, tmp, FAKE_ID) {
+		struct rdma_cm_id *other = &id_at(pos)->fid.id;
+
+		if (port && other != id && other->ps == id->ps &&
+		    id_at(pos)->p->node == xm_id_of(id)->p->node && id_port(other) == port) {
 			errno = EADDRINUSE;
 			return -1;
 		}
+	}
 	memcpy(sin, addr, sizeof(*sin));
 	sin->sin_port = htons(port ? port : next_port++);
 	return 0;
@@ -1232,45 +1041,61 @@ static int m_bind_addr(struct rdma_cm_id *id, struct sockaddr *addr)
 
 static int m_listen(struct rdma_cm_id *id, int backlog)
 {
-	container_of(id, struct xm_id, id)->listening = true;
-	return 0;
+	xm_id_of(id)->listening = true;
+	return fake_verbs_core.listen(id, backlog);
 }
 
 static int m_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
 			  int timeout_ms)
 {
+	if (fake_verbs_core.resolve_addr(id, src, dst, timeout_ms))
+		return -1;
 	memcpy(&id->route.addr.dst_sin, dst, sizeof(struct sockaddr_in));
-	ev_queue(container_of(id, struct xm_id, id), RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0,
-		 false);
+	ev_queue(xm_id_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0, false);
 	return 0;
 }
 
 static int m_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
-	ev_queue(container_of(id, struct xm_id, id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL,
-		 0, false);
+	if (fake_verbs_core.resolve_route(id, timeout_ms))
+		return -1;
+	ev_queue(xm_id_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL, 0, false);
 	return 0;
+}
+
+/* The listener of the address `id` connects to, if one is up. */
+static struct xm_id *listener_of(struct rdma_cm_id *id)
+{
+	struct xm_id *l = NULL;
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_ID) {
+		struct xm_id *m = id_at(pos);
+
+		if (m->listening && m->fid.id.ps == id->ps && !m->p->dead &&
+		    m->fid.id.route.addr.src_sin.sin_addr.s_addr ==
+			    id->route.addr.dst_sin.sin_addr.s_addr &&
+		    id_port(&m->fid.id) == ntohs(id->route.addr.dst_sin.sin_port))
+			l = m;
+	}
+	return l;
 }
 
 static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
-	struct xm_id *m = container_of(id, struct xm_id, id), *l = NULL, *n;
+	struct xm_id *m = xm_id_of(id), *l, *n;
 	struct rdma_cm_id *nid;
 
-	if (m->gone) {
+	if (m->fid.obj.closed) {
 		errno = EINVAL;
 		return -1;
 	}
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (ids[i] && ids[i]->listening && ids[i]->id.ps == id->ps && !ids[i]->p->dead &&
-		    ids[i]->id.route.addr.src_sin.sin_addr.s_addr ==
-			    id->route.addr.dst_sin.sin_addr.s_addr &&
-		    id_port(&ids[i]->id) == ntohs(id->route.addr.dst_sin.sin_port))
-			l = ids[i];
+	l = listener_of(id);
 	m->qp_num = param->qp_num;
 	m->responder_resources = param->responder_resources;
 	m->initiator_depth = param->initiator_depth;
-	connects++;
+	if (fake_verbs_core.connect(id, param))
+		return -1;
 	if (!l) {
 		if (id->ps == RDMA_PS_UDP)
 			ev_queue(m, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0, true);
@@ -1278,10 +1103,10 @@ static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 			ev_queue(m, RDMA_CM_EVENT_REJECTED, 8, NULL, NULL, 0, false);
 		return 0;
 	}
-	m_create_id(l->id.channel, &nid, l->id.context, id->ps);
-	n = container_of(nid, struct xm_id, id);
-	n->id.route.addr.src_storage = l->id.route.addr.src_storage;
-	n->id.route.addr.dst_storage = id->route.addr.src_storage;
+	m_create_id(l->fid.id.channel, &nid, l->fid.id.context, id->ps);
+	n = xm_id_of(nid);
+	n->fid.id.route.addr.src_storage = l->fid.id.route.addr.src_storage;
+	n->fid.id.route.addr.dst_storage = id->route.addr.src_storage;
 	n->peer = m;
 	m->peer = n;
 	ev_queue_cp(n, RDMA_CM_EVENT_CONNECT_REQUEST, 0, l, param->private_data,
@@ -1291,22 +1116,14 @@ static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 
 static int m_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
-	struct xm_id *m = container_of(id, struct xm_id, id);
+	struct xm_id *m = xm_id_of(id);
 
-	if (m->gone) {
+	if (m->fid.obj.closed) {
 		errno = EINVAL;
 		return -1;
 	}
-	last_accept = *param;
-	/* the caller's buffer is gone once rdma_accept returns */
-	if (param->private_data_len)
-		memcpy(last_accept_data, param->private_data, param->private_data_len);
-	last_accept.private_data = last_accept_data;
-	accepts++;
-	if (xm_refuse_accept) {
-		errno = EINVAL;
+	if (fake_verbs_core.accept(id, param))
 		return -1;
-	}
 	m->qp_num = param->qp_num;
 	m->responder_resources = param->responder_resources;
 	m->initiator_depth = param->initiator_depth;
@@ -1325,12 +1142,31 @@ static int m_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	return 0;
 }
 
+/* The REJ reaches the requester (the XRC answer rides one with status 28). */
+static int m_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
+{
+	struct ofx_list *pos, *tmp;
+
+	fake_verbs_core.reject(id, pdata, len);
+	xm_for_each(pos, tmp, FAKE_ID) {
+		struct xm_id *m = id_at(pos);
+
+		if (&m->fid.id == id && m->peer) {
+			ev_queue(m->peer, RDMA_CM_EVENT_REJECTED, 28, NULL, pdata, len, false);
+			m->peer->peer = NULL;
+			m->peer = NULL;
+		}
+	}
+	return 0;
+}
+
 /* rdma_disconnect: the DREQ reaches the peer, the DREP (or its timeout) this end. */
 static int m_disconnect(struct rdma_cm_id *id)
 {
-	struct xm_id *m = container_of(id, struct xm_id, id);
+	struct xm_id *m = xm_id_of(id);
 
-	if (m->gone || !m->peer) {
+	fake_verbs_core.disconnect(id);
+	if (m->fid.obj.closed || !m->peer) {
 		errno = EINVAL;
 		return -1;
 	}
@@ -1341,26 +1177,22 @@ static int m_disconnect(struct rdma_cm_id *id)
 	return 0;
 }
 
-static int m_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
-			size_t optlen)
-{
-	return 0;
-}
-
 static int m_establish(struct rdma_cm_id *id)
 {
-	struct xm_id *m = container_of(id, struct xm_id, id);
+	struct xm_id *m = xm_id_of(id);
 
 	if (m->peer)
 		ev_queue(m->peer, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL, 0, false);
-	return 0;
+	return fake_verbs_core.establish(id);
 }
 
 /* The attributes rdma_cm computes for an RC connection. */
 static int m_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *mask)
 {
-	struct xm_id *m = container_of(id, struct xm_id, id);
+	struct xm_id *m = xm_id_of(id);
 
+	if (fake_verbs_core.init_qp_attr(id, attr, mask))
+		return -1;
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
 		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -1389,163 +1221,44 @@ static int m_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *
 	return 0;
 }
 
-static int m_get_cm_event(struct rdma_event_channel *ch, struct rdma_cm_event **ev)
-{
-	struct xm_chan *c = container_of(ch, struct xm_chan, ch);
-
-	if (!c->n) {
-		errno = EAGAIN;
-		return -1;
-	}
-	*ev = c->q[0];
-	memmove(&c->q[0], &c->q[1], --c->n * sizeof(c->q[0]));
-	return 0;
-}
-
-static int m_ack_cm_event(struct rdma_cm_event *ev)
-{
-	free(container_of(ev, struct xm_ev, ev));
-	return 0;
-}
-
-static bool cm_pending(void)
-{
-	for (int i = 0; i < nprocs; i++) {
-		struct xm_proc *p = procs[i];
-
-		if (p && !p->dead && p->ia.cm_channel &&
-		    container_of(p->ia.cm_channel, struct xm_chan, ch)->n)
-			return true;
-	}
-	return false;
-}
-
-static bool cm_pump(void)
+/* Whether any live process has rdma_cm events waiting; with `deliver`, hands them over. */
+static bool cm_pump(bool deliver)
 {
 	bool any = false;
 
 	for (int i = 0; i < nprocs; i++) {
 		struct xm_proc *p = procs[i];
 
-		if (p && !p->dead && p->ia.cm_channel &&
-		    container_of(p->ia.cm_channel, struct xm_chan, ch)->n) {
-			ofx_cm_process_events(&p->ia);
+		if (p && !p->dead && p->ia.cm_channel && fake_cm_pending(p->ia.cm_channel)) {
+			if (deliver)
+				ofx_cm_process_events(&p->ia);
 			any = true;
 		}
 	}
 	return any;
 }
 
-/* ---- memory (the windows of dat_rmr_bind) ----------------------------------- */
-
-static uint32_t next_key = 0x1000;
-static int live_mr, live_mw, binds;
-
-static struct ibv_mr *m_reg_mr(struct ibv_pd *pd, void *addr, size_t len, int access)
-{
-	struct xm_mr *m = calloc(1, sizeof(*m));
-	struct ibv_mr *mr = &m->mr;
-
-	m->access = access;
-	slot_add((void **)mrs, m);
-	mr->pd = pd;
-	mr->context = pd->context;
-	mr->addr = addr;
-	mr->length = len;
-	mr->lkey = mr->rkey = next_key++ << 8;
-	live_mr++;
-	return mr;
-}
-
-static void mr_release(struct xm_mr *m)
-{
-	slot_del((void **)mrs, m);
-	live_mr--;
-}
-
-static int m_dereg_mr(struct ibv_mr *mr)
-{
-	struct xm_mr *m = container_of(mr, struct xm_mr, mr);
-
-	if (!m->gone)
-		mr_release(m);
-	free(m);
-	return 0;
-}
-
-static struct ibv_mw *m_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
-{
-	struct xm_mw *m = calloc(1, sizeof(*m));
-	struct ibv_mw *mw = &m->mw;
-
-	slot_add((void **)mws, m);
-	mw->pd = pd;
-	mw->context = pd->context;
-	mw->type = type;
-	mw->rkey = next_key++ << 8;
-	live_mw++;
-	return mw;
-}
-
-static void mw_release(struct xm_mw *m)
-{
-	slot_del((void **)mws, m);
-	live_mw--;
-}
-
-static int m_dealloc_mw(struct ibv_mw *mw)
-{
-	struct xm_mw *m = container_of(mw, struct xm_mw, mw);
-
-	if (!m->gone)
-		mw_release(m);
-	free(m);
-	return 0;
-}
-
-/*
- * A bind is a send queue WR: on a QP that is not in RTS (the unconnected RC
- * QP of an XRC EP) mlx5 takes it and never executes it: no completion.
- */
-static int m_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *bind)
-{
-	binds++;
-	mw->rkey = ibv_inc_rkey(mw->rkey);
-	if (qp->state == IBV_QPS_RTS) {
-		struct ibv_wc wc = { .wr_id = bind->wr_id, .opcode = IBV_WC_BIND_MW,
-				     .qp_num = qp->qp_num };
-
-		cq_push(qp->send_cq, &wc);
-	}
-	return 0;
-}
-
 /* ---- inspection and events ------------------------------------------------- */
-
-const struct rdma_conn_param *xm_last_accept(void)
-{
-	return accepts ? &last_accept : NULL;
-}
-
-int xm_binds(void)
-{
-	return binds;
-}
 
 struct ibv_qp *xm_ini_qp(int node, int i, struct ibv_qp_cap *cap_p)
 {
-	for (int k = 0; k < XM_MAX_OBJS; k++)
-		if (inis[k] && inis[k]->node == node && i-- == 0) {
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_QP) {
+		struct xm_qp *q = qp_at(pos);
+
+		if (q->fq.qp.qp_type == IBV_QPT_XRC_SEND && q->node == node && i-- == 0) {
 			if (cap_p)
-				*cap_p = inis[k]->cap;
-			return &inis[k]->qp;
+				*cap_p = q->cap;
+			return &q->fq.qp;
 		}
+	}
 	return NULL;
 }
 
 int xm_qp_max_rd_atomic(struct ibv_qp *qp)
 {
-	return container_of(qp, struct xm_qp, qp)->attrs.max_rd_atomic;
+	return xm_qp_of(qp)->attrs.max_rd_atomic;
 }
 
 int xm_tgt_max_dest_rd_atomic(int node)
@@ -1558,7 +1271,7 @@ int xm_tgt_max_dest_rd_atomic(int node)
 
 void xm_async_qp_event(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type)
 {
-	struct xm_qp *q = container_of(qp, struct xm_qp, qp);
+	struct xm_qp *q = xm_qp_of(qp);
 	struct ibv_async_event ev = { .element.qp = qp, .event_type = type };
 
 	if (type == IBV_EVENT_QP_FATAL) {
@@ -1581,8 +1294,8 @@ struct rdma_cm_id *xm_cm_request(struct xm_proc *from, struct xm_proc *to,
 	CU_ASSERT_FATAL(from->ia.cm_channel && to->ia.cm_channel);
 	m_create_id(from->ia.cm_channel, &a, NULL, RDMA_PS_TCP);
 	m_create_id(to->ia.cm_channel, &n, NULL, RDMA_PS_TCP);
-	ma = container_of(a, struct xm_id, id);
-	mn = container_of(n, struct xm_id, id);
+	ma = xm_id_of(a);
+	mn = xm_id_of(n);
 	ma->qp_num = req->qp_num;
 	ma->responder_resources = req->responder_resources;
 	ma->initiator_depth = req->initiator_depth;
@@ -1595,20 +1308,6 @@ struct rdma_cm_id *xm_cm_request(struct xm_proc *from, struct xm_proc *to,
 }
 
 /* ---- control messages ---------------------------------------------------- */
-
-static void cm_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
-{
-	struct xm_id *m = NULL;
-
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (ids[i] && &ids[i]->id == id)
-			m = ids[i];
-	if (m && m->peer) {
-		ev_queue(m->peer, RDMA_CM_EVENT_REJECTED, 28, NULL, pdata, len, false);
-		m->peer->peer = NULL;
-		m->peer = NULL;
-	}
-}
 
 static struct xm_proc *proc_of_ia(struct ofx_ia *ia)
 {
@@ -1665,7 +1364,7 @@ void xm_pump(void)
 				ofx_xrc_ctl_answer(&c.from->ia, c.msg, answered ? ans : NULL);
 			busy = true;
 		}
-		if (cm_pump())
+		if (cm_pump(true))
 			busy = true;
 		for (int i = 0; i < nprocs; i++) {
 			struct xm_proc *p = procs[i];
@@ -1676,7 +1375,7 @@ void xm_pump(void)
 				busy = true;
 		}
 		/* a drain may have sent a control message (the DISC after a fence) */
-		if (nctl || cm_pending())
+		if (nctl || cm_pump(false))
 			busy = true;
 	}
 }
@@ -1685,63 +1384,40 @@ void xm_pump(void)
 
 void xm_init(void)
 {
-	model = ofx_verbs_real;
-	model.create_comp_channel = m_create_comp_channel;
-	model.destroy_comp_channel = m_destroy_comp_channel;
-	model.create_cq = m_create_cq;
-	model.destroy_cq = m_destroy_cq;
-	model.poll_cq = m_poll_cq;
-	model.req_notify_cq = m_req_notify_cq;
-	model.open_xrcd = m_open_xrcd;
-	model.close_xrcd = m_close_xrcd;
-	model.create_srq_ex = m_create_srq_ex;
-	model.destroy_srq = m_destroy_srq;
-	model.get_srq_num = m_get_srq_num;
-	model.post_srq_recv = m_post_srq_recv;
-	model.create_qp_ex = m_create_qp_ex;
-	model.open_qp = m_open_qp;
-	model.modify_qp = m_modify_qp;
-	model.destroy_qp = m_destroy_qp;
-	model.post_send = m_post_send;
-	model.post_recv = m_post_recv;
-	model.reject = m_reject;
-	model.create_id = m_create_id;
-	model.destroy_id = m_destroy_id;
-	model.bind_addr = m_bind_addr;
-	model.listen = m_listen;
-	model.resolve_addr = m_resolve_addr;
-	model.resolve_route = m_resolve_route;
-	model.connect = m_connect;
-	model.accept = m_accept;
-	model.establish = m_establish;
-	model.disconnect = m_disconnect;
-	model.set_option = m_set_option;
-	model.init_qp_attr = m_init_qp_attr;
-	model.get_cm_event = m_get_cm_event;
-	model.ack_cm_event = m_ack_cm_event;
-	model.reg_mr = m_reg_mr;
-	model.dereg_mr = m_dereg_mr;
-	model.alloc_mw = m_alloc_mw;
-	model.dealloc_mw = m_dealloc_mw;
-	model.bind_mw = m_bind_mw;
-	ofx_verbs_set(&model);
+	struct ofx_verbs_ops *ops = &fake_verbs.ops;
+
+	fake_verbs_install();
+	fake_verbs.cq_max = XM_CQ_DEPTH;
+	fake_verbs.cqe_parse = m_cqe_parse;
+	ops->open_xrcd = m_open_xrcd;
+	ops->close_xrcd = m_close_xrcd;
+	ops->create_srq_ex = m_create_srq_ex;
+	ops->get_srq_num = m_get_srq_num;
+	ops->post_srq_recv = m_post_srq_recv;
+	ops->create_qp_ex = m_create_qp_ex;
+	ops->open_qp = m_open_qp;
+	ops->modify_qp = m_modify_qp;
+	ops->destroy_qp = m_destroy_qp;
+	ops->post_send = m_post_send;
+	ops->post_recv = m_post_recv;
+	ops->bind_mw = m_bind_mw;
+	ops->create_id = m_create_id;
+	ops->bind_addr = m_bind_addr;
+	ops->listen = m_listen;
+	ops->resolve_addr = m_resolve_addr;
+	ops->resolve_route = m_resolve_route;
+	ops->connect = m_connect;
+	ops->accept = m_accept;
+	ops->reject = m_reject;
+	ops->establish = m_establish;
+	ops->disconnect = m_disconnect;
+	ops->init_qp_attr = m_init_qp_attr;
 	/* a test that failed half-way leaks: start from a clean model anyway */
 	memset(procs, 0, sizeof(procs));
-	memset(srqs, 0, sizeof(srqs));
 	memset(tgts, 0, sizeof(tgts));
-	memset(inis, 0, sizeof(inis));
 	memset(domains, 0, sizeof(domains));
-	memset(ids, 0, sizeof(ids));
-	memset(qps, 0, sizeof(qps));
-	memset(cqs, 0, sizeof(cqs));
-	memset(xrcds, 0, sizeof(xrcds));
-	memset(mrs, 0, sizeof(mrs));
-	memset(mws, 0, sizeof(mws));
-	live_rc = live_ini = live_srq = live_cq = live_xrcd = live_ids = connects = 0;
 	rc_recvs = 0;
-	live_mr = live_mw = binds = accepts = 0;
 	xm_device = &xm_dev_toy;
-	xm_refuse_accept = false;
 	nprocs = nctl = 0;
 	xm_rnr_limited = false;
 	xm_autopump = true;
@@ -1756,14 +1432,15 @@ void xm_fini(void)
 	for (int i = 0; i < nprocs; i++)
 		if (procs[i])
 			xm_proc_close(procs[i]);
-	CU_ASSERT_EQUAL(live_rc, 0);
-	CU_ASSERT_EQUAL(live_ini, 0);
-	CU_ASSERT_EQUAL(live_srq, 0);
-	CU_ASSERT_EQUAL(live_cq, 0);
-	CU_ASSERT_EQUAL(live_xrcd, 0);
-	CU_ASSERT_EQUAL(live_ids, 0);
-	CU_ASSERT_EQUAL(live_mr, 0);
-	CU_ASSERT_EQUAL(live_mw, 0);
+	CU_ASSERT_EQUAL(fake_verbs.qps, 0);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.cqs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.xrcds, 0);
+	CU_ASSERT_EQUAL(fake_verbs.mrs, 0);
+	CU_ASSERT_EQUAL(fake_verbs.mws, 0);
+	CU_ASSERT_EQUAL(fake_verbs.pds, 0);
+	CU_ASSERT_EQUAL(fake_verbs.channels, 0);
+	CU_ASSERT_EQUAL(fake_cm.ids, 0);
 	for (int i = 0; i < XM_MAX_OBJS; i++) {
 		CU_ASSERT_PTR_NULL(tgts[i]);
 		if (tgts[i]) {
@@ -1777,18 +1454,13 @@ void xm_fini(void)
 int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **proc_p)
 {
 	struct xm_proc *p = calloc(1, sizeof(*p));
-	struct sockaddr_in *sin = (struct sockaddr_in *)&p->ia.addr;
 	struct ofx_ia *ia = &p->ia;
+	struct sockaddr_in *sin = (struct sockaddr_in *)&ia->addr;
 	int ret;
 
 	CU_ASSERT_FATAL(nprocs < XM_MAX_PROCS);
 	p->node = node;
-	ia->obj.provider = &test_provider;
-	ia->obj.type = OFX_OBJ_IA;
-	ia->obj.ia = ia;
-	pthread_mutex_init(&ia->obj_lock, NULL);
-	ofx_list_init(&ia->objects);
-	ofx_list_init(&ia->zombies);
+	fake_ia_init(ia);
 	ofx_config_defaults(&ia->cfg);
 	snprintf(ia->cfg.xrcd, sizeof(ia->cfg.xrcd), "%s", xrcd);
 	ia->cfg.xrcd_foreign = foreign;
@@ -1809,12 +1481,13 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 	/* the process is known before ofx_xrc_ia_open binds its listeners */
 	procs[nprocs] = p;
 	if (xm_use_cm)
-		ia->cm_channel = &((struct xm_chan *)calloc(1, sizeof(struct xm_chan)))->ch;
+		ia->cm_channel = ofx_verbs->create_event_channel();
 	ret = ofx_xrc_ia_open(ia);
 	if (ret) {
 		procs[nprocs] = NULL;
-		free(ia->cm_channel);
-		pthread_mutex_destroy(&ia->obj_lock);
+		if (ia->cm_channel)
+			ofx_verbs->destroy_event_channel(ia->cm_channel);
+		fake_ia_fini(ia);
 		free(p);
 		return ret;
 	}
@@ -1826,12 +1499,7 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 256, DAT_EVD_CONNECTION_FLAG,
 						&p->conn_evd) == 0);
 	CU_ASSERT_FATAL(ofx_evd_create_internal(ia, 64, DAT_EVD_CR_FLAG, &p->cr_evd) == 0);
-	p->pz.obj.provider = &test_provider;
-	p->pz.obj.type = OFX_OBJ_PZ;
-	p->pz.obj.ia = ia;
-	p->pz.pd = &p->pd;
-	p->pd.context = &p->ctx;
-	atomic_init(&p->pz.refs, 0);
+	fake_pz_init(&p->pz, ia, ofx_verbs->alloc_pd(&p->ctx));
 	nprocs++;
 	*proc_p = p;
 	return 0;
@@ -1888,75 +1556,28 @@ void xm_proc_close(struct xm_proc *p)
 	ofx_evd_destroy(ia->async_evd);
 	p->req_evd = NULL;
 	ofx_xrc_ia_close(ia);
-	if (ia->cm_channel) {
-		struct xm_chan *c = container_of(ia->cm_channel, struct xm_chan, ch);
-
-		while (c->n)
-			free(container_of(c->q[--c->n], struct xm_ev, ev));
-		free(c);
-	}
-	CU_ASSERT_TRUE(ofx_list_empty(&ia->objects));
-	pthread_mutex_destroy(&ia->obj_lock);
+	/* its ids are gone, and their events with them */
+	if (ia->cm_channel)
+		ofx_verbs->destroy_event_channel(ia->cm_channel);
+	ofx_verbs->dealloc_pd(p->pz.pd);
+	fake_ia_fini(ia);
 	proc_forget(p);
 	free(p);
 }
 
 /*
- * The kernel's cleanup at exit (uverbs, then ucma): the process's QP
- * handles (a TGT goes with its last handle), SRQs, CQs, MRs, MWs and XRC
- * domain handles close, its rdma_cm ids are destroyed (a connected IB peer
- * hears a DREQ) and its pending events go.  None of its code runs: no
- * DISC, no INI-CLOSE, no fence.  Sends held (RNR) towards an SRQ that went
- * now fail, as the device's next retry would.
+ * The kernel's cleanup at exit (fake_close_context): the process's QP
+ * handles (a TGT goes with its last handle), SRQs, MWs, CQs, MRs, XRC
+ * domain handles and PD close, its rdma_cm ids are destroyed (a connected
+ * IB peer hears a DREQ) and their pending events go.  None of its code
+ * runs: no DISC, no INI-CLOSE, no fence.  Sends held (RNR) towards an SRQ
+ * that went now fail, as the device's next retry would.
  */
 void xm_proc_kill(struct xm_proc *p)
 {
-	struct ibv_context *ctx = &p->ctx;
-
 	CU_ASSERT_FATAL(!p->dead);
 	p->dead = true;
-	for (int i = 0; i < XM_MAX_OBJS; i++) {
-		if (qps[i] && qps[i]->qp.context == ctx) {
-			qps[i]->gone = true;
-			qp_release(qps[i]);
-		}
-	}
-	for (int i = 0; i < XM_MAX_OBJS; i++) {
-		if (srqs[i] && srqs[i]->srq.context == ctx) {
-			srqs[i]->gone = true;
-			srq_release(srqs[i]);
-		}
-		if (mws[i] && mws[i]->mw.context == ctx) {
-			mws[i]->gone = true;
-			mw_release(mws[i]);
-		}
-	}
-	for (int i = 0; i < XM_MAX_OBJS; i++) {
-		if (cqs[i] && cqs[i]->cq.context == ctx) {
-			cqs[i]->gone = true;
-			cq_release(cqs[i]);
-		}
-		if (mrs[i] && mrs[i]->mr.context == ctx) {
-			mrs[i]->gone = true;
-			mr_release(mrs[i]);
-		}
-	}
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (xrcds[i] && xrcds[i]->xrcd.context == ctx) {
-			xrcds[i]->gone = true;
-			xrcd_release(xrcds[i]);
-		}
-	for (int i = 0; i < XM_MAX_OBJS; i++)
-		if (ids[i] && ids[i]->p == p) {
-			ids[i]->gone = true;
-			id_release(ids[i]);
-		}
-	if (p->ia.cm_channel) {
-		struct xm_chan *c = container_of(p->ia.cm_channel, struct xm_chan, ch);
-
-		while (c->n)
-			free(container_of(c->q[--c->n], struct xm_ev, ev));
-	}
+	fake_close_context(&p->ctx);
 	progress_pending();
 }
 
@@ -2015,8 +1636,8 @@ void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct 
 	ev.event = RDMA_CM_EVENT_REJECTED;
 	ev.status = 28;
 	ev.id = &dummy_id;
-	ev.param.conn.private_data = last_rej;
-	ev.param.conn.private_data_len = sizeof(last_rej);
+	ev.param.conn.private_data = fake_cm.pdata;
+	ev.param.conn.private_data_len = XM_REJ_AREA;
 	pthread_mutex_lock(&ea->lock);
 	CU_ASSERT_TRUE(ofx_xrc_rejected(ea, &ev, &destroy));
 	pthread_mutex_unlock(&ea->lock);
@@ -2027,23 +1648,21 @@ void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct 
 
 int xm_live_qps(int type)
 {
+	struct ofx_list *pos, *tmp;
 	int n = 0;
 
-	switch (type) {
-	case IBV_QPT_XRC_SEND:
-		return live_ini;
-	case IBV_QPT_XRC_RECV:
+	if (type == IBV_QPT_XRC_RECV) {
 		for (int i = 0; i < XM_MAX_OBJS; i++)
 			n += tgts[i] != NULL;
 		return n;
-	default:
-		return live_rc;
 	}
-}
+	xm_for_each(pos, tmp, FAKE_QP) {
+		enum ibv_qp_type t = qp_at(pos)->fq.qp.qp_type;
 
-int xm_live_srqs(void)
-{
-	return live_srq;
+		n += type == IBV_QPT_XRC_SEND ? t == IBV_QPT_XRC_SEND :
+		     t != IBV_QPT_XRC_SEND && t != IBV_QPT_XRC_RECV;
+	}
+	return n;
 }
 
 int xm_tgts_on_node(int node)
@@ -2053,15 +1672,4 @@ int xm_tgts_on_node(int node)
 	for (int i = 0; i < XM_MAX_OBJS; i++)
 		n += tgts[i] && tgts[i]->node == node;
 	return n;
-}
-
-int xm_cm_connects(void)
-{
-	return connects;
-}
-
-const uint8_t *xm_last_reject(int *len_p)
-{
-	*len_p = last_rej_len;
-	return last_rej;
 }

@@ -7,12 +7,15 @@
 #include <infiniband/verbs.h>
 #include "ep.h"
 #include "evd.h"
+#include "fake_verbs.h"
 #include "ia.h"
 #include "pz.h"
 
 /*
- * A model of XRC semantics behind the verbs seam (no device has XRC here).
- * Nodes have an IPv4 address; processes on a node are IAs whose ibv_context
+ * A model of XRC semantics behind the verbs seam (no device has XRC here),
+ * a layer over fake_verbs: its objects, counters, CQs, memory and rdma_cm
+ * calls are the fake's, and the model overrides what XRC, mlx5 / mlx4 and
+ * several nodes change.  Nodes have an IPv4 address; processes on a node are IAs whose ibv_context
  * names the node.  XRC domains are per node and shared by everything that
  * opens the same file (same inode); a private domain is fresh.  SRQ and QP
  * numbers are unique in the model.  A TGT QP lives while any handle (the
@@ -21,8 +24,11 @@
  * (copying the bytes, completing on the SRQ's CQ) and completes on the INI
  * QP's send CQ; an SRQ with no receive holds the message and every later
  * one of that INI QP (RNR retry 7) unless xm_rnr_limited; a missing TGT or
- * SRQ, or a limited RNR, moves the INI QP to error.  Control messages of
- * xrc.c go through a queue that xm_pump() delivers.
+ * SRQ, or a limited RNR, moves the INI QP to error.  As on mlx5,
+ * destroying a QP removes its CQEs from its CQs; destroying an XRC SRQ
+ * leaves its CQEs, and a poll that meets one fails (-2) and loses the
+ * completions it took before it.  Control messages of xrc.c go through a
+ * queue that xm_pump() delivers.
  */
 
 #define XM_MAX_PROCS 16
@@ -53,8 +59,7 @@ struct xm_proc {
 	int node;
 	bool dead;			/* gone: its control port does not answer */
 	struct ofx_ia ia;
-	struct ibv_pd pd;
-	struct ofx_pz pz;
+	struct ofx_pz pz;		/* on a PD of the fake */
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_evd *cr_evd;		/* a PSP's (xm_use_cm) */
 };
@@ -66,11 +71,10 @@ extern bool xm_autopump;	/* xm_connect delivers the control messages (default) *
  * its rdma_cm carrier (xrc_cm.c) over the model's ids (RDMA_PS_UDP/IB:
  * SIDR answered in the REP, connections with REQ/REP/REJ/RTU/DREQ, the
  * attributes of rdma_init_qp_attr()), and an INI QP refuses the attributes
- * the kernel refuses for it.
+ * the kernel refuses for it.  fake_cm counts the calls, keeps the last
+ * parameters and fails them on demand, as for any test.
  */
 extern bool xm_use_cm;
-/* rdma_accept records its parameters (xm_last_accept) and, if set, fails EINVAL. */
-extern bool xm_refuse_accept;
 
 /* Installs the model; xm_fini checks that every object was released. */
 void xm_init(void);
@@ -91,21 +95,10 @@ void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct 
 /* Delivers queued control messages and drains every EVD's CQ until quiet. */
 void xm_pump(void);
 
-/* Model counters. */
+/* Model counters beyond fake_verbs' (SRQs, binds) and fake_cm's (connects). */
 int xm_live_qps(int type);	/* IBV_QPT_XRC_SEND / XRC_RECV (TGT objects) / RC */
-int xm_live_srqs(void);
 int xm_rc_recvs(void);		/* receives posted to RC QPs (not in RESET) */
 int xm_tgts_on_node(int node);
-int xm_cm_connects(void);	/* rdma_connect calls (carrier) */
-const uint8_t *xm_last_reject(int *len_p);
-const struct rdma_conn_param *xm_last_accept(void);
-int xm_binds(void);		/* memory window binds posted */
-/*
- * CQEs not yet polled from `cq`.  As on mlx5, destroying a QP removes its
- * CQEs from its CQs; destroying an XRC SRQ leaves its CQEs, and a poll that
- * meets one fails (-2) and loses the completions it took before it.
- */
-int xm_cq_pending(struct ibv_cq *cq);
 
 /* Whether the kernel core takes `mask` for a transition of a QP of `type`. */
 int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
