@@ -31,9 +31,21 @@
  * Checks: exactly one ESTABLISHED per peer, carrying the peer's private data
  * ("rank <j>"); no CR event ever; one message each way per connection.
  * Prints "csp rank R: ok ..." or "FAIL: ...".
+ *
+ * OFX_CSP_SYNC_DIR (all2all modes): a directory all ranks share.  Every
+ * rank waits there until all CSPs and EPs exist before it connects, and
+ * until all exchanges are done before it disconnects.  The consumer's
+ * timeout then covers the connection, not how long a rank under valgrind
+ * on a busy machine takes to start (that took longer than the 60 s
+ * timeout, and the peers it waited for gave up and exited); and no rank
+ * disconnects while a peer still waits for its message.
  */
 #include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <unistd.h>
+#include <sys/stat.h>
 #include <signal.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -47,6 +59,8 @@
 #define MAX_PEERS 64
 #define MSG_LEN 32
 #define TIMEOUT_US (60ull * 1000 * 1000)
+/* a rank's start under valgrind on a busy 2-core machine: the job limit is 400 s */
+#define SYNC_WAIT_S 240
 
 /* exported by libdat2, declared by no public header (contract 1.5) */
 extern DAT_RETURN dats_get_ia_handle(DAT_IA_HANDLE in, DAT_IA_HANDLE *out);
@@ -130,7 +144,53 @@ static void next_conn_event(DAT_EVENT *ev)
 	}
 }
 
-static void all_to_all(const char *order)
+static bool sync_file_exists(const char *dir, const char *phase, int r)
+{
+	char path[512];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s.%d", dir, phase, r);
+	return stat(path, &st) == 0;
+}
+
+/*
+ * Marks this rank as past `phase` in OFX_CSP_SYNC_DIR and, with `wait`,
+ * waits until every rank is (no directory: nothing to do).  Waits for the
+ * other ranks' files, with a deadline.
+ */
+static void sync_ranks(const char *phase, bool wait)
+{
+	const char *dir = getenv("OFX_CSP_SYNC_DIR");
+	double deadline = now_s() + SYNC_WAIT_S, t0 = now_s();
+	char path[512];
+	int fd, r = 0;
+
+	if (!dir || !*dir)
+		return;
+	snprintf(path, sizeof(path), "%s/%s.%d", dir, phase, rank);
+	fd = open(path, O_CREAT | O_WRONLY, 0644);
+	if (fd < 0) {
+		fail("sync %s: cannot create %s: %s", phase, path, strerror(errno));
+		exit(1);
+	}
+	close(fd);
+	while (wait && r < nprocs) {
+		if (sync_file_exists(dir, phase, r)) {
+			r++;
+			continue;
+		}
+		if (now_s() > deadline) {
+			fail("sync %s: rank %d not there after %d s", phase, r, SYNC_WAIT_S);
+			exit(1);
+		}
+		sleep_ms(20);
+	}
+	if (wait)
+		printf("csp rank %d: all ranks %s (waited %.1f s)\n", rank, phase, now_s() - t0);
+}
+
+/* `wait_start`: connect only once every rank's CSP and EPs exist. */
+static void all_to_all(const char *order, bool wait_start)
 {
 	int established[MAX_PEERS] = { 0 }, count = 0, npeers = nprocs - 1;
 	DAT_EVENT ev;
@@ -138,6 +198,7 @@ static void all_to_all(const char *order)
 	for (int j = 0; j < nprocs; j++)
 		if (j != rank)
 			make_ep(j);
+	sync_ranks("ready", wait_start);
 	if (!strcmp(order, "all2all-stagger") && rank % 2)
 		sleep_ms(1500);
 	for (int k = 0; k < nprocs; k++) {
@@ -202,8 +263,12 @@ static void all_to_all(const char *order)
 	printf("csp rank %d: ok %s: %d connections, private data and messages checked\n",
 	       rank, order, npeers);
 	fflush(stdout);
-	/* let every peer finish its exchange before anyone disconnects */
-	sleep_ms(2000);
+	/*
+	 * Every peer must have its messages before anyone disconnects: on
+	 * iWARP a send completes once the data is in the TCP stream, and an
+	 * abrupt disconnect may drop what the peer has not read yet.
+	 */
+	sync_ranks("done", true);
 	for (int j = 0; j < nprocs; j++)
 		if (j != rank)
 			dat_ep_disconnect(ep[j], DAT_CLOSE_ABRUPT_FLAG);
@@ -244,7 +309,8 @@ static void survive_killed_peer(void)
 	CHECK(dat_ep_free(ep[1]));
 	ep[1] = NULL;
 	printf("csp rank 0: waiting for restart\n");
-	all_to_all("all2all-asc");
+	/* no start sync: connecting to a CSP that is not there yet is the point */
+	all_to_all("all2all-asc", false);
 }
 
 /* Rank 1 of mode killed: stops mid-collision, to be SIGKILLed. */
@@ -282,13 +348,16 @@ int main(int argc, char **argv)
 	setup(argv[1]);
 
 	if (!strncmp(mode, "all2all", 7)) {
-		all_to_all(mode);
+		all_to_all(mode, true);
 	} else if (!strcmp(mode, "nocall")) {
+		/* rank 1's CSP must exist for all of rank 0's attempt: else UNREACHABLE */
+		sync_ranks("ready", true);
 		if (rank == 0)
 			expect_single(1, 3ull * 1000 * 1000, DAT_CONNECTION_EVENT_TIMED_OUT,
 				      "peer never calls: TIMED_OUT");
-		else
+		else if (!getenv("OFX_CSP_SYNC_DIR"))
 			sleep_ms(5000); /* a CSP that never calls common_connect */
+		sync_ranks("done", true);
 	} else if (!strcmp(mode, "killed") && nph == 1) {
 		if (rank == 0)
 			survive_killed_peer();

@@ -241,8 +241,11 @@ section_dev() {
 # WRAP (e.g. "$MEMCHECK") runs the even ranks under it, with its bad patterns.
 section_csp() {
 	csp_all2all() {
-		local tag=$1 ia=$2 mode=$3 port=$4 nph=${5:-4} wrap=${6:-} r on w bad=FAIL secs=120
-		[ -z "$wrap" ] || { bad=$MEMCHECK_BAD; secs=300; }
+		local tag=$1 ia=$2 mode=$3 port=$4 nph=${5:-4} wrap=${6:-} r on w bad=FAIL secs=180
+		[ -z "$wrap" ] || { bad=$MEMCHECK_BAD; secs=400; }
+		# the ranks meet there before connecting and before disconnecting
+		# (ofx_csp_test: OFX_CSP_SYNC_DIR)
+		csp_sync_dir "$tag"
 		for ((r = 0; r < 2 * nph; r++)); do
 			on=ona
 			[ "$r" -lt "$nph" ] || on=onb
@@ -257,11 +260,17 @@ section_csp() {
 		done
 	}
 	CSP=$OFX_TOP_BUILDDIR/test/device/ofx_csp_test
+	csp_sync_dir() {
+		export OFX_CSP_SYNC_DIR=$VM_LOGS/$1.sync
+		rm -rf "$OFX_CSP_SYNC_DIR"
+		mkdir -p "$OFX_CSP_SYNC_DIR"
+	}
 	# kill -9 of a CSP peer mid-collision (issue 17): rank 1 calls, stops
 	# itself and is SIGKILLed; rank 0, under valgrind, gets an error event
 	# and then connects to the restarted rank 1.
 	csp_killed() {
 		local vpid vlog=$VM_LOGS/csp.killed.victim.log i
+		csp_sync_dir csp.killed
 		vm_bg csp.killed.r0 300 ona $MEMCHECK "$CSP" ofx 0 1 "$A" "$B" 51700 killed
 		# by hand: the victim's SIGKILL status is expected
 		onb "$CSP" ofx 1 1 "$A" "$B" 51700 killed >"$vlog" 2>&1 &
@@ -294,8 +303,9 @@ section_csp() {
 		csp_all2all csp.desc.p2p ofx-p2p all2all-desc 51300 "$CSP_NPH"
 		# valgrind memcheck of the CSP paths: one rank of each host under it
 		csp_all2all csp.memcheck ofx-p2p all2all-desc 51600 $((CSP_NPH < 2 ? CSP_NPH : 2)) "$MEMCHECK"
-		vm_bg csp.nocall.r1 60 ona "$CSP" ofx 1 1 "$A" "$A" 51400 nocall
-		vm_run csp.nocall.r0 60 ona "$CSP" ofx 0 1 "$A" "$A" 51400 nocall
+		csp_sync_dir csp.nocall
+		vm_bg csp.nocall.r1 300 ona "$CSP" ofx 1 1 "$A" "$A" 51400 nocall
+		vm_run csp.nocall.r0 300 ona "$CSP" ofx 0 1 "$A" "$A" 51400 nocall
 		vm_expect csp.nocall.r0 'ok peer never calls: TIMED_OUT' 'FAIL'
 		vm_join csp.nocall.r1 30
 		vm_run csp.unreach 60 ona "$CSP" ofx 0 1 "$A" "$B" 51500 unreachable
