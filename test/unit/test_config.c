@@ -108,7 +108,7 @@ static void test_defaults_are_the_documented_values(void)
 	CU_ASSERT_EQUAL(cfg.disc_timeout_ms, 250);
 	CU_ASSERT_EQUAL(cfg.lastwqe_timeout_ms, 1000);
 	CU_ASSERT_EQUAL(cfg.cq_batch, 16);
-	CU_ASSERT_EQUAL(cfg.rtr_timeout_ms, 5000);
+	CU_ASSERT_EQUAL(cfg.rtr_timeout_ms, 30000);
 	CU_ASSERT_FALSE(cfg.stats);
 	CU_ASSERT_FALSE(cfg.print_config);
 	CU_ASSERT_STRING_EQUAL(cfg.log_level, "warn");
