@@ -157,9 +157,11 @@ struct ofx_ep {
 	 * connect that gives up: a refusal by the peer's CSP (no EP waiting
 	 * yet) and nobody listening look alike to the consumer.
 	 */
-	struct {
+	struct ofx_csp_tally {
 		unsigned int attempts, csp_refused, no_listener, other;
 		int last_status;
+		/* CLOCK_MONOTONIC, as the other ranks' logs: when each kind was last seen */
+		uint64_t first_ns, csp_refused_ns, no_listener_ns, other_ns;
 	} csp_tally;
 	struct ofx_timer csp_retry_timer;
 	uint16_t csp_port;		/* the CSP's port, named in the REQ trailer */

@@ -167,6 +167,7 @@ static void active_fail(struct ofx_ep *ep, DAT_EVENT_NUMBER num, struct rdma_cm_
 static void csp_give_up_log(const struct ofx_ep *ep)
 {
 	char buf[INET6_ADDRSTRLEN + 8];
+	const struct ofx_csp_tally *t = &ep->csp_tally;
 
 	if (!ep->csp_initiator) {
 		ofx_warn("ep %p: common connect: no request from %s port %u reached this "
@@ -175,12 +176,14 @@ static void csp_give_up_log(const struct ofx_ep *ep)
 			 ep->csp_port);
 		return;
 	}
-	ofx_warn("ep %p: common connect to %s port %u gave up after %u attempts: %u refused "
-		 "by the peer's csp (no ep waiting), %u found nobody listening, %u other "
-		 "(last status %d)", (void *)ep,
+	ofx_warn("ep %p: common connect to %s port %u gave up after %u attempts from %.3f s: "
+		 "%u refused by the peer's csp (no ep waiting; last at %.3f s), %u found nobody "
+		 "listening (last at %.3f s), %u other (last at %.3f s); last status %d "
+		 "(times: CLOCK_MONOTONIC)", (void *)ep,
 		 ofx_cm_addr_str(&ep->remote_addr, buf, sizeof(buf)), (unsigned int)ep->remote_qual,
-		 ep->csp_tally.attempts, ep->csp_tally.csp_refused, ep->csp_tally.no_listener,
-		 ep->csp_tally.other, ep->csp_tally.last_status);
+		 ep->csp_tally.attempts, t->first_ns / 1e9, t->csp_refused, t->csp_refused_ns / 1e9,
+		 t->no_listener, t->no_listener_ns / 1e9, t->other, t->other_ns / 1e9,
+		 t->last_status);
 }
 
 static void conn_timeout(void *arg)
@@ -559,6 +562,7 @@ out:
 bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
 	struct ofx_ia *ia = ep->obj.ia;
+	uint64_t now = ofx_now_ns();
 
 	if (!ep->csp || !ep->csp_initiator)
 		return false;
@@ -566,19 +570,24 @@ bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_i
 	case RDMA_CM_EVENT_REJECTED:
 		/* our CSP's refusal is consumer-defined; nobody listening is reason 8 */
 		ep->csp_no_listener = ev->status == OFX_REJ_NO_LISTENER;
-		if (ep->csp_no_listener)
+		if (ep->csp_no_listener) {
 			ep->csp_tally.no_listener++;
-		else
+			ep->csp_tally.no_listener_ns = now;
+		} else {
 			ep->csp_tally.csp_refused++;
+			ep->csp_tally.csp_refused_ns = now;
+		}
 		break;
 	case RDMA_CM_EVENT_UNREACHABLE:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		ep->csp_tally.other++;
+		ep->csp_tally.other_ns = now;
 		break;
 	default:
 		return false;
 	}
-	ep->csp_tally.attempts++;
+	if (!ep->csp_tally.attempts++)
+		ep->csp_tally.first_ns = now;
 	ep->csp_tally.last_status = ev->status;
 	*destroy_p = ep->cm_id;
 	ep->cm_id = NULL;

@@ -97,6 +97,8 @@ static void setup(const char *ia_name)
 	CHECK(dats_get_ia_handle(cs.ia, &raw_ia));
 	peer_addr(rank, &me);
 	CHECK(DAT_CSP_CREATE(raw_ia, NULL, (DAT_IA_ADDRESS_PTR)&me, cs.conn_evd, &csp));
+	/* CLOCK_MONOTONIC, as the provider's logs: the ranks' timelines line up */
+	printf("csp rank %d: csp on port %d at %.3f s\n", rank, base_port + rank, now_s());
 }
 
 static DAT_LMR_TRIPLET slot(int i)
@@ -201,6 +203,7 @@ static void all_to_all(const char *order, bool wait_start)
 	sync_ranks("ready", wait_start);
 	if (!strcmp(order, "all2all-stagger") && rank % 2)
 		sleep_ms(1500);
+	printf("csp rank %d: connecting at %.3f s\n", rank, now_s());
 	for (int k = 0; k < nprocs; k++) {
 		int j = !strcmp(order, "all2all-desc") ? nprocs - 1 - k : k;
 
