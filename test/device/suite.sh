@@ -254,10 +254,16 @@ section_csp() {
 			# shellcheck disable=SC2086
 			vm_bg "$tag.r$r" "$secs" "$on" $w "$CSP" "$ia" "$r" "$nph" "$A" "$B" "$port" "$mode"
 		done
+		local failed=0
 		for ((r = 0; r < 2 * nph; r++)); do
-			vm_join "$tag.r$r" "$secs"
-			vm_expect "$tag.r$r" "csp rank $r: ok $mode: $((2 * nph - 1)) connections" "$bad"
+			vm_join "$tag.r$r" "$secs" || failed=1
+			vm_expect "$tag.r$r" "csp rank $r: ok $mode: $((2 * nph - 1)) connections" \
+				"$bad" || failed=1
 		done
+		# what the TCP stack still holds (iWARP: siw's sockets in TIME_WAIT
+		# or FIN_WAIT2 name the 4-tuples that were refused), for the root cause
+		[ "$failed" = 0 ] || { ss -tanoe; nstat -az 2>/dev/null | grep -Ei 'rst|listen|syn'; } \
+			>"$VM_LOGS/$tag.sockets.log" 2>&1
 	}
 	CSP=$OFX_TOP_BUILDDIR/test/device/ofx_csp_test
 	csp_sync_dir() {
