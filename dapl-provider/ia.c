@@ -85,8 +85,12 @@ static const char *ofx_transport_str(enum ofx_transport t)
 	return "unknown";
 }
 
-/* Device-wide events go to every IA open on the device (and port, if given). */
-static void ofx_ia_broadcast(struct ibv_context *verbs, uint8_t port, DAT_EVENT_NUMBER num)
+/*
+ * `fn` on every IA open on the device (and port, if given), under the IA
+ * list's lock: an IA leaves the list before ia_close tears it down.
+ */
+static void ofx_ia_for_each_on(struct ibv_context *verbs, uint8_t port,
+			       void (*fn)(struct ofx_ia *ia, void *arg), void *arg)
 {
 	struct ofx_list *pos, *tmp;
 
@@ -96,9 +100,28 @@ static void ofx_ia_broadcast(struct ibv_context *verbs, uint8_t port, DAT_EVENT_
 
 		if (ia->verbs != verbs || (port && ia->port_num != port))
 			continue;
-		ofx_ia_post_async(ia, num, ofx_ia_dat_handle(ia));
+		fn(ia, arg);
 	}
 	pthread_mutex_unlock(&ofx_ias_lock);
+}
+
+static void ofx_ia_post_own_async(struct ofx_ia *ia, void *num_p)
+{
+	ofx_ia_post_async(ia, *(DAT_EVENT_NUMBER *)num_p, ofx_ia_dat_handle(ia));
+}
+
+/* Device-wide events go to every IA open on the device (and port, if given). */
+static void ofx_ia_broadcast(struct ibv_context *verbs, uint8_t port, DAT_EVENT_NUMBER num)
+{
+	ofx_ia_for_each_on(verbs, port, ofx_ia_post_own_async, &num);
+}
+
+/* The port's addressing or its subnet manager changed: IB paths kept may be wrong. */
+static void ofx_ia_port_changed(struct ofx_ia *ia, void *unused)
+{
+	(void)unused;
+	if (ia->xrc)
+		ofx_xrc_port_changed(ia);
 }
 
 /*
@@ -293,12 +316,14 @@ void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 	case IBV_EVENT_PKEY_CHANGE:
 	case IBV_EVENT_SM_CHANGE:
 		ofx_err("device %s port %d: %s", ofx_ia_dev_name(ia), ev->element.port_num, what);
+		ofx_ia_for_each_on(ia->verbs, ev->element.port_num, ofx_ia_port_changed, NULL);
 		ofx_ia_broadcast(ia->verbs, ev->element.port_num, DAT_ASYNC_ERROR_IA_CATASTROPHIC);
 		break;
 	case IBV_EVENT_PORT_ACTIVE:
 	case IBV_EVENT_CLIENT_REREGISTER:
 	case IBV_EVENT_GID_CHANGE:
 		ofx_info("device %s port %d: %s", ofx_ia_dev_name(ia), ev->element.port_num, what);
+		ofx_ia_for_each_on(ia->verbs, ev->element.port_num, ofx_ia_port_changed, NULL);
 		break;
 	default:
 		ofx_dbg("device %s: %s ignored", ofx_ia_dev_name(ia), what);

@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "verbs.h"
 
+#include <endian.h>
+#include <errno.h>
+#include <string.h>
+
 /*
  * Thin adapters for the verbs calls that are static inline in verbs.h (they
  * dispatch through the context's ops and have no symbol to point at).
@@ -149,4 +153,44 @@ const struct ofx_verbs_ops *ofx_verbs = &ofx_verbs_real;
 void ofx_verbs_set(const struct ofx_verbs_ops *ops)
 {
 	ofx_verbs = ops ? ops : &ofx_verbs_real;
+}
+
+/* An SA selector (2 bits) and value (6 bits) in one PathRecord byte. */
+static uint8_t path_sel(uint8_t selector, uint8_t value)
+{
+	return (uint8_t)((selector & 0x3) << 6 | (value & 0x3f));
+}
+
+int ofx_verbs_ib_path(const struct rdma_cm_id *id, struct ibv_path_data *path)
+{
+	const struct ibv_sa_path_rec *p = id->route.path_rec;
+	struct ibv_path_record *r = &path->path;
+	uint32_t flow;
+
+	if (!p || id->route.num_paths < 1)
+		return -ENODATA;
+	flow = be32toh(p->flow_label) & 0xfffff;
+	memset(path, 0, sizeof(*path));
+	path->flags = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY | IBV_PATH_FLAG_BIDIRECTIONAL;
+	r->dgid = p->dgid;
+	r->sgid = p->sgid;
+	r->dlid = p->dlid;
+	r->slid = p->slid;
+	/* raw traffic 0 (an IB path), flow label 27:8, hop limit 7:0 */
+	r->flowlabel_hoplimit = htobe32(flow << 8 | p->hop_limit);
+	r->tclass = p->traffic_class;
+	r->reversible_numpath = (uint8_t)((p->reversible ? IBV_PATH_RECORD_REVERSIBLE : 0) |
+					  (p->numb_path ? p->numb_path & 0x7f : 1));
+	r->pkey = p->pkey;
+	r->qosclass_sl = htobe16(p->sl & 0xf);
+	r->mtu = path_sel(p->mtu_selector, p->mtu);
+	r->rate = path_sel(p->rate_selector, p->rate);
+	r->packetlifetime = path_sel(p->packet_life_time_selector, p->packet_life_time);
+	/* preference stays 0: librdmacm keeps the kernel's path flags in it */
+	return 0;
+}
+
+int ofx_verbs_set_ib_path(struct rdma_cm_id *id, struct ibv_path_data *path)
+{
+	return ofx_verbs->set_option(id, RDMA_OPTION_IB, RDMA_OPTION_IB_PATH, path, sizeof(*path));
 }

@@ -94,4 +94,21 @@ extern const struct ofx_verbs_ops *ofx_verbs;
 /* Installs another implementation (unit tests); NULL restores the real one. */
 void ofx_verbs_set(const struct ofx_verbs_ops *ops);
 
+/*
+ * IB path records (xrc_route.h reuses them).  ofx_verbs_ib_path writes the
+ * primary path of an id whose route is resolved as rdma_set_option's
+ * RDMA_OPTION_IB_PATH takes it: the wire PathRecord that the kernel unpacks
+ * (ib_sa_unpack_path), flagged GMP | PRIMARY | BIDIRECTIONAL, the only
+ * entry ucma_set_ib_path accepts.  librdmacm gives the path of a
+ * ROUTE_RESOLVED id unpacked (id->route.path_rec, ucma_convert_path), so
+ * this packs it back; -ENODATA when the id has none.  The service ID is
+ * left 0: the CM takes the REQ's from the port space and port
+ * (rdma_get_service_id), not from the path.  ofx_verbs_set_ib_path gives
+ * such a path to an id in ADDR_RESOLVED (through ofx_verbs->set_option):
+ * the kernel then reports ROUTE_RESOLVED as rdma_resolve_route would,
+ * without an SA query.  0 or -1 with errno, as rdma_set_option.
+ */
+int ofx_verbs_ib_path(const struct rdma_cm_id *id, struct ibv_path_data *path);
+int ofx_verbs_set_ib_path(struct rdma_cm_id *id, struct ibv_path_data *path);
+
 #endif

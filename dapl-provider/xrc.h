@@ -270,7 +270,9 @@ struct ofx_evd;
  *    cannot be created or connected fails the EPs waiting for it, and a
  *    DISC tells their peers, which have taken the offer.  A request whose address or route resolution fails,
  *    that is unreachable or rejected without an answer is sent again on a
- *    new id, OFX_XRC_CTL_TRIES times in all; then it has no answer.
+ *    new id, OFX_XRC_CTL_TRIES times in all; then it has no answer.  On
+ *    IB an id takes the path an earlier id to the same node resolved
+ *    instead of asking the SA again (xrc_route.h).
  */
 
 /* The XRC answer (a REJ's private data, step 2). */
@@ -360,6 +362,12 @@ int ofx_xrc_cm_start(struct ofx_ia *ia);
 void ofx_xrc_cm_stop(struct ofx_ia *ia);
 bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
 		      struct rdma_cm_id **destroy_p);
+/*
+ * A port event of the IA's device (LID, GID, P_Key or SM change, port up
+ * or down, client reregister): the carrier forgets the IB paths it keeps
+ * (xrc_route.h).  Any thread; the IA is open.
+ */
+void ofx_xrc_port_changed(struct ofx_ia *ia);
 
 /* Control messages in (see the wire spec): request -> answer, answer in. */
 int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uint8_t *req,

@@ -4,6 +4,7 @@
 #include "ia_core.h"
 #include "log.h"
 #include "verbs.h"
+#include "xrc_route.h"
 
 #include <errno.h>
 #include <stdlib.h>
@@ -18,10 +19,13 @@
  * and whose REP (or REJ) carries the answer and names the TGT QP.  The two
  * listeners share one port number, the IA's service port.  Every id here
  * lives on the IA's event channel; ofx_xrc_cm_event() takes their events
- * before cm.c's dispatch (cm.c never uses these port spaces).
+ * before cm.c's dispatch (cm.c never uses these port spaces).  On IB the
+ * ids reuse the paths resolved before them (xrc_route.h).
  */
 
 #define XRC_CM_BIND_TRIES 8
+/* IB paths kept per IA: one per port space for each of 1024 peer nodes */
+#define XRC_CM_ROUTES 2048
 
 struct xrc_cm_req {
 	struct ofx_list link;		/* in cm->reqs */
@@ -31,6 +35,8 @@ struct xrc_cm_req {
 	uint8_t msg[OFX_XRC_CTL_LEN];
 	struct ibv_qp *qp;		/* INI: the QP the connection is for */
 	int tries;
+	/* its path: the progress thread alone touches it after req_start */
+	struct xrc_route_use route;
 };
 
 struct ofx_xrc_cm {
@@ -38,6 +44,7 @@ struct ofx_xrc_cm {
 	pthread_mutex_t lock;
 	struct rdma_cm_id *ud_listen, *ib_listen;
 	struct ofx_list reqs;
+	struct xrc_routes *routes;	/* IB only (RoCE resolves locally); has its own lock */
 };
 
 static bool is_ini(const uint8_t *msg)
@@ -150,10 +157,13 @@ static int qp_move(struct ofx_ia *ia, struct rdma_cm_id *id, struct ibv_qp *qp,
 	return 0;
 }
 
+static void req_unroute(struct ofx_xrc_cm *cm, struct xrc_cm_req *req);
+
 /* Ends a request: its answer (or none) to xrc.c, the id to destroy. */
 static void req_done(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, const uint8_t *answer,
 		     struct rdma_cm_id **destroy_p)
 {
+	req_unroute(cm, req);
 	pthread_mutex_lock(&cm->lock);
 	ofx_list_del(&req->link);
 	pthread_mutex_unlock(&cm->lock);
@@ -165,6 +175,7 @@ static void req_done(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, const uint8_
 /* A request that failed on the way: again, up to OFX_XRC_CTL_TRIES times. */
 static void req_retry(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma_cm_id **destroy_p)
 {
+	req_unroute(cm, req);
 	*destroy_p = req->id;
 	req->id = NULL;
 	if (++req->tries < OFX_XRC_CTL_TRIES && !req_start(cm, req))
@@ -176,6 +187,88 @@ static void req_retry(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 static const uint8_t *answer_of(const void *data, int len)
 {
 	return data && len >= OFX_XRC_CTL_LEN ? data : NULL;
+}
+
+/* ---- paths (xrc_route.h) ------------------------------------------------ */
+
+static void wake(struct ofx_xrc_cm *cm, struct ofx_list *woken);
+
+/*
+ * The address of the request's id is resolved: its route comes from the
+ * table, from a request resolving it now (it waits), or from the SA.
+ */
+static void req_route(struct ofx_xrc_cm *cm, struct xrc_cm_req *req,
+		      struct rdma_cm_id **destroy_p)
+{
+	switch (xrc_route_lookup(cm->routes, req->id, &req->route)) {
+	case XRC_ROUTE_WAIT:
+		return;
+	case XRC_ROUTE_SET:
+		if (!ofx_verbs_set_ib_path(req->id, &req->route.path))
+			return;	/* ROUTE_RESOLVED follows */
+		ofx_dbg("xrc control: rdma_set_option(IB_PATH): %m; resolving");
+		xrc_route_stale(cm->routes, &req->route);
+		break;
+	case XRC_ROUTE_RESOLVE:
+		break;
+	}
+	if (ofx_verbs->resolve_route(req->id, req->ia->cfg.cm_timeout_ms))
+		req_retry(cm, req, destroy_p);
+}
+
+/*
+ * Requests that waited for a route: each looks again (and finds it, or
+ * resolves it itself).  One whose resolution failed spends a try, as if it
+ * had asked.  Their ids have no event in hand (they parked in one that was
+ * acknowledged since), so a retry destroys an old one at once.
+ */
+static void wake(struct ofx_xrc_cm *cm, struct ofx_list *woken)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, woken) {
+		struct xrc_cm_req *req = container_of(pos, struct xrc_cm_req, route.wait_link);
+		struct rdma_cm_id *destroy = NULL;
+
+		ofx_list_del(pos);
+		if (req->route.failed && ++req->tries >= OFX_XRC_CTL_TRIES)
+			req_done(cm, req, NULL, &destroy);
+		else
+			req_route(cm, req, &destroy);
+		if (destroy)
+			ofx_verbs->destroy_id(destroy);
+	}
+}
+
+/* The owner of a route got it: it is kept, and its waiters take it. */
+static void req_share_route(struct ofx_xrc_cm *cm, struct xrc_cm_req *req)
+{
+	struct ofx_list woken;
+
+	ofx_list_init(&woken);
+	xrc_route_resolved(cm->routes, req->id, &req->route, &woken);
+	wake(cm, &woken);
+}
+
+/* The request lets go of the table: what it was resolving failed for its waiters. */
+static void req_unroute(struct ofx_xrc_cm *cm, struct xrc_cm_req *req)
+{
+	struct ofx_list woken;
+
+	ofx_list_init(&woken);
+	xrc_route_leave(cm->routes, &req->route, &woken);
+	wake(cm, &woken);
+}
+
+/*
+ * No answer at all (a SIDR REQ or REQ that timed out): the path may lead
+ * nowhere, so the next request asks the SA.  A REJ or a refusing SIDR REP
+ * (a peer process gone) came over the path: it stays.
+ */
+static bool path_dead(const struct rdma_cm_event *ev)
+{
+	return ev->event == RDMA_CM_EVENT_ROUTE_ERROR ||
+	       (ev->event == RDMA_CM_EVENT_UNREACHABLE && ev->status == -ETIMEDOUT);
 }
 
 static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma_cm_event *ev,
@@ -192,10 +285,10 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ADDR_RESOLVED:
-		if (ofx_verbs->resolve_route(req->id, ia->cfg.cm_timeout_ms))
-			req_retry(cm, req, destroy_p);
+		req_route(cm, req, destroy_p);
 		return;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
+		req_share_route(cm, req);
 		if (req->qp) {
 			/* an INI only initiates: no responder resources to offer */
 			param.qp_num = req->qp->qp_num;
@@ -244,6 +337,8 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 		ofx_dbg("xrc control op %u: %s status %d", req->msg[3], rdma_event_str(ev->event),
 			ev->status);
+		if (path_dead(ev))
+			xrc_route_stale(cm->routes, &req->route);
 		req_retry(cm, req, destroy_p);
 		return;
 	default:
@@ -252,7 +347,7 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 }
 
 /* A control request or INI connection for us. */
-static void listen_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
+static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_cm_event *ev,
 			 struct rdma_cm_id **destroy_p)
 {
 	uint8_t answer[OFX_XRC_CTL_LEN];
@@ -265,6 +360,9 @@ static void listen_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
 	int len;
 
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
+		/* a listener's own event (DEVICE_REMOVAL): ofx_xrc_cm_stop destroys it */
+		if (id == cm->ib_listen || id == cm->ud_listen)
+			return;
 		/* an accepted INI connection: done with its id either way */
 		if (id->ps == RDMA_PS_IB && ev->event != RDMA_CM_EVENT_CONNECT_RESPONSE)
 			*destroy_p = id;
@@ -327,8 +425,15 @@ bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
 	cm = ofx_xrc_transport_ctx(ia);
 	if (!cm)
 		return false;
+	/* our address moved (a bonding failover, say): the paths with it */
+	if (ev->event == RDMA_CM_EVENT_ADDR_CHANGE) {
+		ofx_dbg("xrc control: address change, forgetting %u paths",
+			xrc_routes_count(cm->routes));
+		xrc_routes_flush(cm->routes);
+		return true;
+	}
 	if (id->context == cm)
-		listen_event(ia, ev, destroy_p);
+		listen_event(ia, cm, ev, destroy_p);
 	else
 		req_event(cm, id->context, ev, destroy_p);
 	return true;
@@ -366,6 +471,12 @@ int ofx_xrc_cm_start(struct ofx_ia *ia)
 		return -ENOMEM;
 	pthread_mutex_init(&cm->lock, NULL);
 	ofx_list_init(&cm->reqs);
+	/* RoCE and iWARP resolve routes locally: nothing to save there */
+	if (ia->transport == OFX_TRANSPORT_IB) {
+		cm->routes = xrc_routes_new(XRC_CM_ROUTES);
+		if (!cm->routes)
+			ofx_warn("xrc control: no memory for the path table; every id asks the SA");
+	}
 	/* an IB port the UDP space has free too */
 	for (int i = 0; i < XRC_CM_BIND_TRIES && ret; i++) {
 		ret = listen_on(ia, cm, RDMA_PS_IB, 0, &cm->ib_listen);
@@ -381,6 +492,7 @@ int ofx_xrc_cm_start(struct ofx_ia *ia)
 	if (ret) {
 		errno = -ret;
 		ofx_err("xrc service listeners: %m");
+		xrc_routes_free(cm->routes);
 		pthread_mutex_destroy(&cm->lock);
 		free(cm);
 		return ret;
@@ -410,7 +522,21 @@ void ofx_xrc_cm_stop(struct ofx_ia *ia)
 		ofx_verbs->destroy_id(cm->ud_listen);
 	if (cm->ib_listen)
 		ofx_verbs->destroy_id(cm->ib_listen);
+	/* after the requests: a parked one points into the table */
+	xrc_routes_free(cm->routes);
 	pthread_mutex_destroy(&cm->lock);
 	free(cm);
 	ofx_xrc_set_transport(ia, NULL, NULL, 0);
+}
+
+void ofx_xrc_port_changed(struct ofx_ia *ia)
+{
+	struct ofx_xrc_cm *cm;
+
+	/* the carrier runs where the IA has an event channel (ofx_xrc_ia_open) */
+	if (!ia->xrc_ia || !ia->cm_channel)
+		return;
+	cm = ofx_xrc_transport_ctx(ia);
+	if (cm)
+		xrc_routes_flush(cm->routes);
 }

@@ -530,6 +530,11 @@ static int fake_set_option(struct rdma_cm_id *id, int level, int optname, void *
 	fake_cm.set_options++;
 	if (level == RDMA_OPTION_ID && optname == RDMA_OPTION_ID_TOS && optlen == 1)
 		fake_cm.tos = *(uint8_t *)optval;
+	if (level == RDMA_OPTION_IB && optname == RDMA_OPTION_IB_PATH &&
+	    optlen >= sizeof(fake_cm.path)) {
+		fake_cm.path_sets++;
+		memcpy(&fake_cm.path, optval, sizeof(fake_cm.path));
+	}
 	return 0;
 }
 

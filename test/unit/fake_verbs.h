@@ -197,6 +197,8 @@ struct fake_cm {
 	int resolve_addr_errno, resolve_route_errno;	/* the calls fail with it */
 	int set_options;	/* rdma_set_option calls */
 	uint8_t tos;		/* the last RDMA_OPTION_ID_TOS set */
+	int path_sets;		/* of them RDMA_OPTION_IB_PATH (a route not asked of the SA) */
+	struct ibv_path_data path;	/* the last path set (its first entry) */
 	struct rdma_conn_param conn;	/* the last connect or accept */
 	/* its (or the last reject's) private data, zero after pdata_len */
 	unsigned char pdata[256];

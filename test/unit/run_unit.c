@@ -21,6 +21,7 @@ static CU_SuiteInfo suites[] = {
 	{ "ext", NULL, NULL, NULL, NULL, ofx_test_ext },
 	{ "srq", NULL, NULL, NULL, NULL, ofx_test_srq },
 	{ "xrc", NULL, NULL, NULL, NULL, ofx_test_xrc },
+	{ "xrc_route", NULL, NULL, NULL, NULL, ofx_test_xrc_route },
 	{ "badinput", NULL, NULL, NULL, NULL, ofx_test_badinput },
 	{ "siw", NULL, NULL, NULL, NULL, ofx_test_siw },
 	{ "ep_conn", NULL, NULL, NULL, NULL, ofx_test_ep_conn },

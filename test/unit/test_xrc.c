@@ -845,6 +845,205 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 	teardown(2);
 }
 
+/* ---- issue 14 (D12): control messages reuse resolved IB paths ----------- */
+
+/* Every connection event of `p` from now on is an ESTABLISHED of one of `eps`, each once. */
+static void expect_all_established(struct xm_proc *p, struct ofx_ep **eps, int n)
+{
+	bool seen[16] = { false };
+	DAT_EVENT ev;
+
+	CU_ASSERT_FATAL(n <= 16);
+	for (int k = 0; k < n; k++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(p->conn_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
+		for (int i = 0; i < n; i++)
+			if (ev.event_data.connect_event_data.ep_handle == eps[i])
+				seen[i] = true;
+	}
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_TRUE(seen[i]);
+}
+
+/*
+ * `n` new EP pairs from `a` (ea[]) to `b[i]` (eb[]) connect at once: every
+ * offer is answered before any control message moves, so they travel in
+ * one burst.
+ */
+static void burst_connect(struct xm_proc *a, struct ofx_ep **ea, struct xm_proc **b,
+			  struct ofx_ep **eb, int n)
+{
+	xm_autopump = false;
+	for (int i = 0; i < n; i++) {
+		ea[i] = xm_ep_new(a);
+		eb[i] = xm_ep_new(b[i]);
+		post_recv(ea[i], 1000 + i);
+		post_recv(eb[i], 2000 + i);
+		xm_connect(a, ea[i], b[i], eb[i], NULL, 0, NULL, 0);
+	}
+	xm_autopump = true;
+	xm_pump();
+	expect_all_established(a, ea, n);
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL(eb[i]->state, OFX_EP_CONNECTED);
+		CU_ASSERT_EQUAL(send_msg(ea[i], "routed", 1), DAT_SUCCESS);
+		expect_recv(b[i], eb[i], 2000 + i, "routed");
+	}
+}
+
+/* Each of `p`'s control ids resolved its route or was given one, never both. */
+static void expect_every_id_routed_once(const struct xm_proc *p)
+{
+	CU_ASSERT_EQUAL(p->resolve_routes + p->path_sets, p->resolve_addrs);
+}
+
+/*
+ * A opens 4 EPs to each of B1 and B2, two processes of node 1, in one
+ * burst, then disconnects them all.  Each IA asks the SA once per port
+ * space (SIDR messages, the INI connection) for the node: the other ids,
+ * those waiting for the first resolution included, are given its path.
+ */
+static void test_rdma_cm_carrier_resolves_a_route_once_per_peer_node(void)
+{
+	struct xm_proc *a, *b[8], *b1, *b2;
+	struct ofx_ep *ea[8], *eb[8];
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b1 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	b2 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	for (int i = 0; i < 8; i++)
+		b[i] = i < 4 ? b1 : b2;
+	burst_connect(a, ea, b, eb, 8);
+	for (int i = 0; i < 8; i++)
+		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea[i], DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	/* INI, CONFIRMs, DISCs, and INI-CLOSE once the INI QP has no EP left */
+	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1 + 8 + 8 + 1);
+	CU_ASSERT_EQUAL(a->resolve_addrs, 1 + 8 + 8 + 1);
+	CU_ASSERT_EQUAL(a->resolve_routes, 2);
+	CU_ASSERT_EQUAL(b1->resolve_routes, 2);
+	CU_ASSERT_EQUAL(b2->resolve_routes, 2);
+	expect_every_id_routed_once(a);
+	expect_every_id_routed_once(b1);
+	expect_every_id_routed_once(b2);
+	CU_ASSERT_EQUAL(fake_cm.path_sets, a->path_sets + b1->path_sets + b2->path_sets);
+	/* what was set is the SA's answer, packed as the kernel unpacks it */
+	CU_ASSERT_EQUAL(fake_cm.path.flags, IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY |
+						    IBV_PATH_FLAG_BIDIRECTIONAL);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	CU_ASSERT_EQUAL(stats(b1).ctl_lost, 0);
+	CU_ASSERT_EQUAL(stats(b2).ctl_lost, 0);
+	teardown(2);
+}
+
+/*
+ * The SM gives B's port another LID: A's kept path leads nowhere, its next
+ * CONFIRM gets no answer (UNREACHABLE, -ETIMEDOUT), and the retry asks the
+ * SA again; the new path then serves what follows.  B's HCA is replaced
+ * (another GID behind its address): the next id sees it at ADDR_RESOLVED
+ * and resolves at once, without a lost try.
+ */
+static void test_rdma_cm_carrier_drops_a_stale_path_and_resolves_again(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb, *e2, *f2, *e3, *f3;
+	int routes, sets, connects;
+
+	setup(2);
+	xm_use_cm = true;
+	open_connected_pair(&a, &ea, &b, &eb);
+	routes = a->resolve_routes;
+	CU_ASSERT_EQUAL(routes, 2);
+
+	xm_node_renumber(1);
+	connects = fake_cm.connects;
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	pair(a, e2, b, f2, 1);
+	CU_ASSERT_EQUAL(a->resolve_routes, routes + 1);
+	CU_ASSERT_EQUAL(fake_cm.connects, connects + 3);	/* CONFIRM twice, BIND */
+	sets = a->path_sets;
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(e2, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(a->resolve_routes, routes + 1);
+	CU_ASSERT_EQUAL(a->path_sets, sets + 1);	/* A's DISC */
+
+	xm_node_replace(1);
+	connects = fake_cm.connects;
+	e3 = xm_ep_new(a);
+	f3 = xm_ep_new(b);
+	pair(a, e3, b, f3, 1);
+	CU_ASSERT_EQUAL(a->resolve_routes, routes + 2);
+	CU_ASSERT_EQUAL(fake_cm.connects, connects + 2);	/* no request lost */
+	CU_ASSERT_EQUAL(send_msg(ea, "still there", 7), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "still there");
+	expect_every_id_routed_once(a);
+	expect_every_id_routed_once(b);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	CU_ASSERT_EQUAL(stats(b).ctl_lost, 0);
+	teardown(2);
+}
+
+/*
+ * A's port changed (ofx_xrc_port_changed: its paths are forgotten) and the
+ * SA does not answer its next query.  The burst waiting for that query
+ * shares its failure (a try each) and resolves again, once.
+ */
+static void test_rdma_cm_carrier_waiters_share_a_failed_resolution(void)
+{
+	struct xm_proc *a, *b, *bs[3];
+	struct ofx_ep *ea, *eb, *e[3], *f[3];
+	int routes;
+
+	setup(2);
+	xm_use_cm = true;
+	open_connected_pair(&a, &ea, &b, &eb);
+	routes = a->resolve_routes;
+	ofx_xrc_port_changed(&a->ia);
+	xm_route_errors = 1;
+	for (int i = 0; i < 3; i++)
+		bs[i] = b;
+	burst_connect(a, e, bs, f, 3);
+	CU_ASSERT_EQUAL(a->resolve_routes, routes + 2);
+	CU_ASSERT_EQUAL(xm_route_errors, 0);
+	expect_every_id_routed_once(a);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	teardown(2);
+}
+
+/* RoCE resolves a route from the neighbour table, no SA: every id resolves its own. */
+static void test_rdma_cm_carrier_keeps_no_path_on_roce(void)
+{
+	struct xm_proc *p[2];
+	struct ofx_ep *ea, *eb, *e2, *f2;
+
+	setup(2);
+	xm_use_cm = true;
+	for (int i = 0; i < 2; i++) {
+		p[i] = xm_proc_open(i, domfile[i], OFX_XRC_TGT_DOMAIN);
+		/* the carrier again, as on a RoCE port */
+		ofx_xrc_cm_stop(&p[i]->ia);
+		p[i]->ia.transport = OFX_TRANSPORT_ROCE;
+		CU_ASSERT_EQUAL_FATAL(ofx_xrc_cm_start(&p[i]->ia), 0);
+	}
+	ea = xm_ep_new(p[0]);
+	eb = xm_ep_new(p[1]);
+	e2 = xm_ep_new(p[0]);
+	f2 = xm_ep_new(p[1]);
+	pair(p[0], ea, p[1], eb, 1);
+	pair(p[0], e2, p[1], f2, 1);
+	for (int i = 0; i < 2; i++) {
+		CU_ASSERT_EQUAL(p[i]->path_sets, 0);
+		CU_ASSERT_EQUAL(p[i]->resolve_routes, p[i]->resolve_addrs);
+		CU_ASSERT_TRUE(p[i]->resolve_routes >= 3);
+	}
+	teardown(2);
+}
+
 /* ---- issue 14: what mlx5 and the kernel refuse -------------------------- */
 
 /* An EP of `p` with `iov` request segments and 4 reads each way. */
@@ -2358,6 +2557,13 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rdma_cm_carrier_connects_shares_and_disconnects },
 	{ "rdma_cm carrier gives up after its tries",
 	  test_rdma_cm_carrier_gives_up_after_its_tries },
+	{ "rdma_cm carrier resolves a route once per peer node and port space",
+	  test_rdma_cm_carrier_resolves_a_route_once_per_peer_node },
+	{ "rdma_cm carrier drops a stale path and resolves again",
+	  test_rdma_cm_carrier_drops_a_stale_path_and_resolves_again },
+	{ "rdma_cm carrier: waiters share a failed resolution, then resolve once",
+	  test_rdma_cm_carrier_waiters_share_a_failed_resolution },
+	{ "rdma_cm carrier keeps no path on roce", test_rdma_cm_carrier_keeps_no_path_on_roce },
 	{ "model refuses the attribute masks the kernel refuses",
 	  test_model_refuses_masks_the_kernel_refuses },
 	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },

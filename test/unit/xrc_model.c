@@ -12,6 +12,7 @@
 #include "xrc.h"
 
 #include <CUnit/CUnit.h>
+#include <endian.h>
 #include <errno.h>
 #include <pthread.h>
 #include <time.h>
@@ -917,6 +918,8 @@ struct xm_id {
 	 * (RTR) and max_rd_atomic (RTS).
 	 */
 	uint8_t responder_resources, initiator_depth;
+	enum { XM_ID_IDLE, XM_ID_ADDR, XM_ID_ROUTE } resolved;
+	struct ibv_sa_path_rec path;	/* id->route.path_rec once the route is resolved */
 };
 
 static struct xm_id *xm_id_of(struct rdma_cm_id *id)
@@ -1045,22 +1048,200 @@ static int m_listen(struct rdma_cm_id *id, int backlog)
 	return fake_verbs_core.listen(id, backlog);
 }
 
+/* ---- the IB fabric (xrc_model.h): ports, the SA, paths ---------------------- */
+
+#define XM_MAX_NODES 16
+
+int xm_route_errors;
+static struct xm_port { uint16_t lid; uint32_t hca; } ports[XM_MAX_NODES];
+
+static struct xm_port *port_of(int node)
+{
+	CU_ASSERT_FATAL(node >= 0 && node < XM_MAX_NODES);
+	return &ports[node];
+}
+
+static void fabric_init(void)
+{
+	for (int n = 0; n < XM_MAX_NODES; n++) {
+		ports[n].lid = (uint16_t)(n + 1);
+		ports[n].hca = 0;
+	}
+	xm_route_errors = 0;
+}
+
+void xm_node_renumber(int node)
+{
+	port_of(node)->lid = (uint16_t)(port_of(node)->lid + XM_MAX_NODES);
+}
+
+void xm_node_replace(int node)
+{
+	port_of(node)->hca++;
+	xm_node_renumber(node);
+}
+
+/* The node an address of the model names (10.0.0.1 + node), or -1. */
+static int node_of(const struct sockaddr_in *sin)
+{
+	long n = (long)ntohl(sin->sin_addr.s_addr) - 0x0a000001L;
+
+	return n >= 0 && n < XM_MAX_NODES ? (int)n : -1;
+}
+
+static union ibv_gid port_gid(int node)
+{
+	union ibv_gid g;
+
+	g.global.subnet_prefix = htobe64(0xfe80000000000000ull);
+	g.global.interface_id = htobe64(0x0002c90300000000ull |
+					(uint64_t)port_of(node)->hca << 16 | (uint64_t)(node + 1));
+	return g;
+}
+
+static bool node_up(int node)
+{
+	for (int i = 0; i < nprocs; i++)
+		if (procs[i] && !procs[i]->dead && procs[i]->node == node)
+			return true;
+	return false;
+}
+
+/* The SA's PathRecord from `from` to `to` as librdmacm hands it over. */
+static void sa_path(int from, int to, struct ibv_sa_path_rec *p)
+{
+	memset(p, 0, sizeof(*p));
+	p->sgid = port_gid(from);
+	p->dgid = port_gid(to);
+	p->slid = htobe16(port_of(from)->lid);
+	p->dlid = htobe16(port_of(to)->lid);
+	p->flow_label = htobe32(0x12345);
+	p->hop_limit = 1;
+	p->reversible = 1;
+	p->numb_path = 1;
+	p->pkey = htobe16(0xffff);
+	p->sl = 3;
+	p->mtu_selector = 2;
+	p->mtu = IBV_MTU_4096;
+	p->rate_selector = 2;
+	p->rate = 16;	/* 56 Gb/s */
+	p->packet_life_time_selector = 2;
+	p->packet_life_time = 14;
+}
+
+/* The kernel's ib_sa_unpack_path of what rdma_set_option gave, read back as librdmacm does. */
+static void path_unpack(const struct ibv_path_record *r, struct ibv_sa_path_rec *p)
+{
+	uint32_t fl_hop = be32toh(r->flowlabel_hoplimit);
+
+	memset(p, 0, sizeof(*p));
+	p->dgid = r->dgid;
+	p->sgid = r->sgid;
+	p->dlid = r->dlid;
+	p->slid = r->slid;
+	p->flow_label = htobe32(fl_hop >> 8 & 0xfffff);
+	p->hop_limit = (uint8_t)fl_hop;
+	p->traffic_class = r->tclass;
+	p->reversible = r->reversible_numpath >> 7;
+	p->numb_path = r->reversible_numpath & 0x7f;
+	p->pkey = r->pkey;
+	p->sl = be16toh(r->qosclass_sl) & 0xf;
+	p->mtu_selector = r->mtu >> 6;
+	p->mtu = r->mtu & 0x3f;
+	p->rate_selector = r->rate >> 6;
+	p->rate = r->rate & 0x3f;
+	p->packet_life_time_selector = r->packetlifetime >> 6;
+	p->packet_life_time = r->packetlifetime & 0x3f;
+}
+
+/* The route is resolved: librdmacm points route.path_rec at it. */
+static void route_set(struct xm_id *m)
+{
+	m->resolved = XM_ID_ROUTE;
+	m->fid.id.route.path_rec = &m->path;
+	m->fid.id.route.num_paths = 1;
+	ev_queue(m, RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL, 0, false);
+}
+
 static int m_resolve_addr(struct rdma_cm_id *id, struct sockaddr *src, struct sockaddr *dst,
 			  int timeout_ms)
 {
+	struct xm_id *m = xm_id_of(id);
+	int to = node_of((struct sockaddr_in *)dst);
+
 	if (fake_verbs_core.resolve_addr(id, src, dst, timeout_ms))
 		return -1;
+	m->p->resolve_addrs++;
 	memcpy(&id->route.addr.dst_sin, dst, sizeof(struct sockaddr_in));
-	ev_queue(xm_id_of(id), RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0, false);
+	id->route.addr.addr.ibaddr.sgid = port_gid(m->p->node);
+	if (to >= 0)
+		id->route.addr.addr.ibaddr.dgid = port_gid(to);
+	id->route.addr.addr.ibaddr.pkey = htobe16(0xffff);
+	m->resolved = XM_ID_ADDR;
+	ev_queue(m, RDMA_CM_EVENT_ADDR_RESOLVED, 0, NULL, NULL, 0, false);
 	return 0;
 }
 
+/* rdma_resolve_route on IB: a PathRecord query to the SA. */
 static int m_resolve_route(struct rdma_cm_id *id, int timeout_ms)
 {
+	struct xm_id *m = xm_id_of(id);
+	int to = node_of(&id->route.addr.dst_sin);
+
 	if (fake_verbs_core.resolve_route(id, timeout_ms))
 		return -1;
-	ev_queue(xm_id_of(id), RDMA_CM_EVENT_ROUTE_RESOLVED, 0, NULL, NULL, 0, false);
+	if (m->resolved != XM_ID_ADDR) {
+		errno = EINVAL;
+		return -1;
+	}
+	m->p->resolve_routes++;
+	if (xm_route_errors > 0 || to < 0) {
+		xm_route_errors -= xm_route_errors > 0;
+		ev_queue(m, RDMA_CM_EVENT_ROUTE_ERROR, -ETIMEDOUT, NULL, NULL, 0, false);
+		return 0;
+	}
+	sa_path(m->p->node, to, &m->path);
+	route_set(m);
 	return 0;
+}
+
+/* ucma_set_ib_path: the one bidirectional primary path, on an id in ADDR_RESOLVED. */
+static int m_set_ib_path(struct xm_id *m, const struct ibv_path_data *d, size_t len)
+{
+	const uint32_t primary = IBV_PATH_FLAG_GMP | IBV_PATH_FLAG_PRIMARY |
+				 IBV_PATH_FLAG_BIDIRECTIONAL;
+	size_t n = len / sizeof(*d);
+
+	while (n && d->flags != primary) {
+		n--;
+		d++;
+	}
+	if (len % sizeof(*d) || !n || m->resolved != XM_ID_ADDR) {
+		errno = EINVAL;
+		return -1;
+	}
+	m->p->path_sets++;
+	path_unpack(&d->path, &m->path);
+	route_set(m);
+	return 0;
+}
+
+static int m_set_option(struct rdma_cm_id *id, int level, int optname, void *optval,
+			size_t optlen)
+{
+	if (fake_verbs_core.set_option(id, level, optname, optval, optlen))
+		return -1;
+	if (level != RDMA_OPTION_IB || optname != RDMA_OPTION_IB_PATH)
+		return 0;
+	return m_set_ib_path(xm_id_of(id), optval, optlen);
+}
+
+/* The path of a connecting id still leads to its peer's port. */
+static bool path_leads(const struct xm_id *m, int to)
+{
+	union ibv_gid g = port_gid(to);
+
+	return m->path.dlid == htobe16(port_of(to)->lid) && !memcmp(&m->path.dgid, &g, sizeof(g));
 }
 
 /* The listener of the address `id` connects to, if one is up. */
@@ -1085,20 +1266,33 @@ static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct xm_id *m = xm_id_of(id), *l, *n;
 	struct rdma_cm_id *nid;
+	int to;
 
 	if (m->fid.obj.closed) {
 		errno = EINVAL;
 		return -1;
 	}
+	if (m->resolved != XM_ID_ROUTE) {
+		errno = EINVAL;	/* rdma_connect: ROUTE_RESOLVED -> CONNECT */
+		return -1;
+	}
+	to = node_of(&id->route.addr.dst_sin);
 	l = listener_of(id);
 	m->qp_num = param->qp_num;
 	m->responder_resources = param->responder_resources;
 	m->initiator_depth = param->initiator_depth;
 	if (fake_verbs_core.connect(id, param))
 		return -1;
+	/* a REQ or SIDR REQ nobody receives: the CM's retries time out */
+	if (to < 0 || !node_up(to) || !path_leads(m, to)) {
+		ev_queue(m, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0,
+			 id->ps == RDMA_PS_UDP);
+		return 0;
+	}
 	if (!l) {
+		/* the node's CM refuses: SIDR REP IB_SIDR_UNSUPPORTED, REJ invalid service ID */
 		if (id->ps == RDMA_PS_UDP)
-			ev_queue(m, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0, true);
+			ev_queue(m, RDMA_CM_EVENT_UNREACHABLE, 1, NULL, NULL, 0, true);
 		else
 			ev_queue(m, RDMA_CM_EVENT_REJECTED, 8, NULL, NULL, 0, false);
 		return 0;
@@ -1406,6 +1600,7 @@ void xm_init(void)
 	ops->listen = m_listen;
 	ops->resolve_addr = m_resolve_addr;
 	ops->resolve_route = m_resolve_route;
+	ops->set_option = m_set_option;
 	ops->connect = m_connect;
 	ops->accept = m_accept;
 	ops->reject = m_reject;
@@ -1422,6 +1617,7 @@ void xm_init(void)
 	xm_rnr_limited = false;
 	xm_autopump = true;
 	xm_use_cm = false;
+	fabric_init();
 }
 
 void xm_fini(void)

@@ -62,6 +62,8 @@ struct xm_proc {
 	struct ofx_pz pz;		/* on a PD of the fake */
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_evd *cr_evd;		/* a PSP's (xm_use_cm) */
+	/* its ids' address and route resolutions, and paths set instead (xm_use_cm) */
+	int resolve_addrs, resolve_routes, path_sets;
 };
 
 extern bool xm_rnr_limited;	/* RNR beyond the retry count breaks the INI QP */
@@ -75,6 +77,26 @@ extern bool xm_autopump;	/* xm_connect delivers the control messages (default) *
  * parameters and fails them on demand, as for any test.
  */
 extern bool xm_use_cm;
+
+/*
+ * The IB fabric under xm_use_cm.  Each node has one port: a GID and a LID
+ * from the subnet manager.  rdma_resolve_addr gives an id both ends' GIDs
+ * (id->route.addr.addr.ibaddr); rdma_resolve_route asks the SA (counted)
+ * and gives id->route.path_rec as librdmacm does; rdma_set_option's
+ * RDMA_OPTION_IB_PATH takes a path instead, as the kernel does (an id in
+ * ADDR_RESOLVED, the one GMP | PRIMARY | BIDIRECTIONAL entry), and reports
+ * ROUTE_RESOLVED.  rdma_connect needs a resolved route, and one whose DLID
+ * or DGID is not the peer's port's any more reaches nobody: UNREACHABLE,
+ * -ETIMEDOUT.  A live node without the listener answers (SIDR REP
+ * IB_SIDR_UNSUPPORTED, REJ 8); a node without a live process does not.
+ * xm_route_errors: that many SA queries from now on time out (ROUTE_ERROR).
+ * xm_node_renumber: the SM gives the node's port another LID.
+ * xm_node_replace: the node's HCA is replaced: another GID (and LID) behind
+ * the same address.
+ */
+extern int xm_route_errors;
+void xm_node_renumber(int node);
+void xm_node_replace(int node);
 
 /* Installs the model; xm_fini checks that every object was released. */
 void xm_init(void);
