@@ -137,8 +137,9 @@ struct ofx_ep {
 	struct ofx_cookie rtr_cookie;	/* the RTR send or recv (ofx_ep_rtr_cookie) */
 	bool rtr_arrived;		/* passive: the peer's RTR completed */
 	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
-	struct ofx_timer rtr_timer;	/* passive: polls the recv CQ for the RTR */
-	uint64_t rtr_deadline_ns;
+	struct ofx_timer rtr_timer;	/* passive: the deadline of the RTR wait */
+	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
+	bool rtr_watch;			/* passive: ofx_evd_watch_rtr of recv_evd held */
 
 	/*
 	 * Teardown: once `dying` is set the EP's completions are retired but

@@ -23,7 +23,6 @@
 #include <string.h>
 
 /* RTR completion polling interval while a passive p2p EP waits for it. */
-#define OFX_RTR_POLL_US 1000
 
 static struct ofx_cm_handler *ep_handler(struct ofx_ep *ep);
 
@@ -598,7 +597,7 @@ bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_i
 
 /* ---- passive side -------------------------------------------------------- */
 
-static void rtr_poll(void *arg);
+static int rtr_wait_start(struct ofx_ep *ep);
 
 static int build_rep_pdata(struct ofx_ep *ep, const struct ofx_conn_req *req, const void *pdata,
 			   int len, unsigned char *out, size_t out_max)
@@ -702,6 +701,12 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 		if (ret)
 			goto err_reset;
 	}
+	/* before the REP: the RTR cannot complete unwatched */
+	if (ep->p2p && ep->rtr == OFX_RTR_SEND) {
+		ret = rtr_wait_start(ep);
+		if (ret)
+			goto err_reset;
+	}
 	/* from here on, events of this id belong to the EP */
 	prev = req->cm_id->context;
 	ep->cm_id = req->cm_id;
@@ -711,6 +716,7 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 		ofx_err("rdma_accept qp 0x%x: %m", ofx_ep_qp_num(ep));
 		ofx_cm_id_set_handler(ep->cm_id, prev);
 		ep->cm_id = NULL;
+		ofx_ep_conn_rtr_wait_end(ep);
 		goto err_reset;
 	}
 	req->cm_id = NULL;
@@ -721,14 +727,8 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 	ep->cm_established = false;
 	ofx_ep_conn_move(ep, OFX_EP_COMPLETION_PENDING);
 	atomic_fetch_add(&ia->stats.conn_passive, 1);
-	if (ep->p2p) {
+	if (ep->p2p)
 		atomic_fetch_add(&ia->stats.conn_p2p, 1);
-		if (!ep->rtr_arrived) {
-			ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
-			ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, OFX_RTR_POLL_US,
-					       rtr_poll, ep);
-		}
-	}
 	ofx_dbg("ep %p qp 0x%x accepted (p2p %s)", (void *)ep, ofx_ep_qp_num(ep),
 		ep->p2p ? ofx_rtr_type_str(ep->rtr) : "off");
 	return 0;
@@ -742,30 +742,48 @@ err_reset: {
 	return ret;
 }
 
-/*
- * A passive SEND-RTR EP waits for the RTR receive to complete on its recv
- * CQ, which the consumer may not be polling (it waits for ESTABLISHED on the
- * connection EVD).  So the progress thread polls that CQ into the recv EVD
- * until the RTR shows up; completions it finds stay queued for the consumer.
- */
-static void rtr_poll(void *arg)
+/* rtr_timer: the RTR wait's deadline passed. */
+static void rtr_expired(void *arg)
 {
 	struct ofx_ep *ep = arg;
 	struct ofx_ia *ia = ep->obj.ia;
 
+	/* a completion the ring had no room for may still sit in the CQ */
 	if (ep->recv_evd)
 		ofx_evd_drain_cq(ep->recv_evd);
 	pthread_mutex_lock(&ep->lock);
-	if (ep->state == OFX_EP_RTR_WAIT || ep->state == OFX_EP_COMPLETION_PENDING) {
-		if (!ep->rtr_arrived && ofx_now_ns() > ep->rtr_deadline_ns) {
-			ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
-			ofx_ep_conn_broken(ep, "no rtr from the peer in time");
-		} else if (!ep->rtr_arrived) {
-			ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, OFX_RTR_POLL_US,
-					       rtr_poll, ep);
-		}
+	if ((ep->state == OFX_EP_RTR_WAIT || ep->state == OFX_EP_COMPLETION_PENDING) &&
+	    !ep->rtr_arrived && ofx_now_ns() >= ep->rtr_deadline_ns) {
+		ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
+		ofx_ep_conn_broken(ep, "no rtr from the peer in time");
 	}
 	pthread_mutex_unlock(&ep->lock);
+}
+
+/*
+ * A passive SEND-RTR EP waits for the RTR receive to complete on its recv
+ * CQ, which the consumer may not be polling (it waits for ESTABLISHED on
+ * the connection EVD).  Meanwhile the progress thread watches that CQ's
+ * completion channel (ofx_evd_watch_rtr): the RTR's completion wakes it and
+ * reaches this EP through the drain (ofx_ep_dto_notify); completions found
+ * on the way stay queued for the consumer.  rtr_timer is the deadline
+ * only.  ofx_ep_conn_rtr_wait_end ends both.
+ */
+static int rtr_wait_start(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+	int ret;
+
+	if (ep->recv_evd) {
+		ret = ofx_evd_watch_rtr(ep->recv_evd);
+		if (ret)
+			return ret;
+		ep->rtr_watch = true;
+	}
+	ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
+	ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, ia->cfg.rtr_timeout_ms * 1000ull,
+			       rtr_expired, ep);
+	return 0;
 }
 
 static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
@@ -774,14 +792,8 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		ep->cm_established = true;
 		if (ep->p2p && !ep->rtr_arrived) {
+			/* the RTR's completion moves it on (rtr_wait_start) */
 			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
-			/*
-			 * The initiator queues its RTR before its RTU, so it has
-			 * usually landed already: poll the recv CQ right after
-			 * this handler instead of at the next 1 ms tick.
-			 */
-			ofx_progress_timer_arm(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_poll,
-					       ep);
 			return;
 		}
 		if (ep->p2p) {
@@ -799,7 +811,6 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_UNREACHABLE:
 		ofx_info("ep %p qp 0x%x: accept failed: %s status %d", (void *)ep, ofx_ep_qp_num(ep),
 			 rdma_event_str(ev->event), ev->status);
-		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->rtr_timer);
 		qp_to_error(ep);
 		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED,
 				   DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, false);
@@ -844,7 +855,7 @@ int ofx_cm_disconnect(struct ofx_ep *ep, bool abrupt)
 	case OFX_EP_RTR_WAIT:
 		/* not connected yet: end it here and report at once */
 		ofx_progress_timer_cancel(ia->progress, &ep->conn_timer);
-		ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
+		ofx_ep_conn_rtr_wait_end(ep);
 		if (ep->cm_id)
 			ofx_verbs->disconnect(ep->cm_id);
 		qp_to_error(ep);
@@ -887,7 +898,6 @@ static void peer_hung_up(struct ofx_ep *ep, DAT_EVENT_NUMBER num)
 		ofx_verbs->disconnect(ep->cm_id);
 	qp_to_error(ep);
 	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->disc_timer);
-	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->rtr_timer);
 	ep->pdata_len = 0;
 	ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, num, false);
 }
@@ -972,7 +982,7 @@ struct rdma_cm_id *ofx_cm_release(struct ofx_ep *ep)
 	ofx_lock_assert_held(&ep->lock);
 	ofx_progress_timer_cancel(ia->progress, &ep->conn_timer);
 	ofx_progress_timer_cancel(ia->progress, &ep->disc_timer);
-	ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
+	ofx_ep_conn_rtr_wait_end(ep);
 	ep->cm_id = NULL;
 	return id;
 }

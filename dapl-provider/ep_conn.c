@@ -94,9 +94,22 @@ void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
 	set_state(ep, to);
 }
 
+void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep)
+{
+	ofx_lock_assert_held(&ep->lock);
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->rtr_timer);
+	if (!ep->rtr_watch)
+		return;
+	ep->rtr_watch = false;
+	ofx_evd_unwatch_rtr(ep->recv_evd);
+}
+
 void ofx_ep_conn_report(struct ofx_ep *ep, enum ofx_ep_state to, DAT_EVENT_NUMBER num,
 			bool with_pdata)
 {
+	/* connected or over: no RTR is awaited any more */
+	if (to == OFX_EP_CONNECTED || to == OFX_EP_DISCONNECTED)
+		ofx_ep_conn_rtr_wait_end(ep);
 	ofx_ep_conn_move(ep, to);
 	ep->recv->conn_event(ep, num);
 	if (!ep->conn_evd) {
@@ -121,16 +134,14 @@ void ofx_ep_conn_broken(struct ofx_ep *ep, const char *why)
 void ofx_ep_conn_teardown(struct ofx_ep *ep)
 {
 	ofx_lock_assert_held(&ep->lock);
+	ofx_ep_conn_rtr_wait_end(ep);
 	set_state(ep, OFX_EP_DISCONNECTED);
 }
 
 void ofx_ep_conn_p2p_maybe_established(struct ofx_ep *ep)
 {
-	struct ofx_ia *ia = ep->obj.ia;
-
 	if (ep->state != OFX_EP_RTR_WAIT || !ep->rtr_arrived || !ep->cm_established)
 		return;
-	ofx_progress_timer_cancel(ia->progress, &ep->rtr_timer);
 	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
 	/* a common-connect EP reports the initiator's data on this side too */
 	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED,

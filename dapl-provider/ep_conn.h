@@ -44,6 +44,14 @@ void ofx_ep_conn_broken(struct ofx_ep *ep, const char *why);
 void ofx_ep_conn_teardown(struct ofx_ep *ep);
 
 /*
+ * A passive SEND-RTR EP waits for the peer's RTR (ep_cm.c starts it with
+ * ofx_evd_watch_rtr and the rtr_timer deadline).  Ends it: the timer and
+ * the watch go.  Every move out of the pending states calls it (report,
+ * teardown); so do reset and disconnect.  Idempotent; EP lock held.
+ */
+void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep);
+
+/*
  * A passive p2p EP becomes CONNECTED once both rdma_cm's ESTABLISHED and
  * the peer's RTR have arrived, in either order; each arrival calls this.
  */

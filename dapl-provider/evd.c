@@ -103,13 +103,57 @@ static struct ofx_cno *evd_cno_lookup(DAT_CNO_HANDLE h, struct ofx_ia *ia, int *
 	return cno;
 }
 
-static void evd_cno_channel_ready(void *arg);
+static void evd_channel_ready(void *arg);
+static int evd_arm_cqs(struct ofx_evd *evd);
 
-/* Detaches the CNO, if any; returns once the progress engine no longer watches. */
+/*
+ * The progress engine watches the completion channel from now on (lock
+ * held).  Registering only takes the engine's lock, never waits.
+ */
+static int evd_watch_locked(struct ofx_evd *evd)
+{
+	int ret;
+
+	if (evd->channel_watched || !evd->cq || !evd->obj.ia || !evd->obj.ia->progress)
+		return 0;
+	ret = ofx_progress_add_fd(evd->obj.ia->progress, evd->channel->fd, evd_channel_ready,
+				  evd);
+	if (ret) {
+		ofx_err("evd %p: watch channel fd %d: %s", (void *)evd, evd->channel->fd,
+			strerror(-ret));
+		return ret;
+	}
+	evd->channel_watched = true;
+	return 0;
+}
+
+/*
+ * Drops the watch (lock held).  Only from the progress thread, where
+ * ofx_progress_del_fd does not wait for the handler (that is us); other
+ * threads leave it to the handler's next run (evd_channel_ready) or to
+ * ofx_evd_destroy.
+ */
+static void evd_unwatch_locked(struct ofx_evd *evd)
+{
+	int ret;
+
+	if (!evd->channel_watched)
+		return;
+	evd->channel_watched = false;
+	ret = ofx_progress_del_fd(evd->obj.ia->progress, evd->channel->fd);
+	if (ret)
+		ofx_warn("evd %p: stop watching channel fd %d: %s", (void *)evd,
+			 evd->channel->fd, strerror(-ret));
+}
+
+/*
+ * Detaches the CNO, if any; returns once the progress engine's handler can
+ * no longer reach it.  The channel watch itself goes at the handler's next
+ * run, unless an RTR wait still needs it.
+ */
 static void evd_detach_cno(struct ofx_evd *evd)
 {
 	struct ofx_cno *cno;
-	int ret;
 
 	pthread_mutex_lock(&evd->lock);
 	cno = evd->cno;
@@ -117,12 +161,9 @@ static void evd_detach_cno(struct ofx_evd *evd)
 	pthread_mutex_unlock(&evd->lock);
 	if (!cno)
 		return;
-	if (evd->cq && evd->obj.ia) {
-		ret = ofx_progress_del_fd(evd->obj.ia->progress, evd->channel->fd);
-		if (ret)
-			ofx_warn("evd %p: stop watching channel fd %d: %s", (void *)evd,
-				 evd->channel->fd, strerror(-ret));
-	}
+	/* a handler that read evd->cno before may be triggering it */
+	if (evd->obj.ia)
+		ofx_progress_barrier(evd->obj.ia->progress);
 	ofx_cno_detach(cno, evd);
 	ofx_dbg("evd %p: detached from cno %p", (void *)evd, (void *)cno);
 }
@@ -137,24 +178,46 @@ static int evd_attach_cno(struct ofx_evd *evd, struct ofx_cno *cno)
 	ofx_cno_attach(cno);
 	pthread_mutex_lock(&evd->lock);
 	evd->cno = cno;
+	ret = evd_watch_locked(evd);
+	if (ret)
+		evd->cno = NULL;
 	pthread_mutex_unlock(&evd->lock);
-	if (evd->cq) {
-		ret = ofx_progress_add_fd(evd->obj.ia->progress, evd->channel->fd,
-					  evd_cno_channel_ready, evd);
-		if (ret) {
-			ofx_err("evd %p: watch channel fd %d for cno %p: %s", (void *)evd,
-				evd->channel->fd, (void *)cno, strerror(-ret));
-			pthread_mutex_lock(&evd->lock);
-			evd->cno = NULL;
-			pthread_mutex_unlock(&evd->lock);
-			ofx_cno_detach(cno, evd);
-			return ret;
-		}
-		/* arms the CQ; completions already there trigger at once */
-		evd_cno_channel_ready(evd);
+	if (ret) {
+		ofx_cno_detach(cno, evd);
+		return ret;
 	}
+	/* arms the CQ; completions already there trigger at once */
+	if (evd->cq)
+		evd_channel_ready(evd);
 	ofx_dbg("evd %p: attached to cno %p", (void *)evd, (void *)cno);
 	return 0;
+}
+
+int ofx_evd_watch_rtr(struct ofx_evd *evd)
+{
+	int ret;
+
+	pthread_mutex_lock(&evd->lock);
+	ret = evd_watch_locked(evd);
+	if (!ret)
+		evd->rtr_waiters++;
+	pthread_mutex_unlock(&evd->lock);
+	/* the RTR is not sent yet: its completion will raise an event */
+	if (!ret && evd_arm_cqs(evd)) {
+		ofx_evd_unwatch_rtr(evd);
+		ret = -EIO;
+	}
+	return ret;
+}
+
+void ofx_evd_unwatch_rtr(struct ofx_evd *evd)
+{
+	pthread_mutex_lock(&evd->lock);
+	if (evd->rtr_waiters > 0)
+		evd->rtr_waiters--;
+	else
+		ofx_err("evd %p: rtr unwatch without a watch (provider bug)", (void *)evd);
+	pthread_mutex_unlock(&evd->lock);
 }
 
 static int evd_set_nonblock(int fd)
@@ -254,6 +317,13 @@ void ofx_evd_destroy(struct ofx_evd *evd)
 		return;
 	ofx_dbg("evd %p: destroy (%d events pending)", (void *)evd, evd->count);
 	evd_detach_cno(evd);
+	if (evd->rtr_waiters)
+		ofx_warn("evd %p: freed with %d rtr waits (provider bug)", (void *)evd,
+			 evd->rtr_waiters);
+	/* not under the lock: the handler that may be running takes it */
+	if (evd->channel_watched && ofx_progress_del_fd(evd->obj.ia->progress,
+							evd->channel->fd))
+		ofx_warn("evd %p: stop watching channel fd %d", (void *)evd, evd->channel->fd);
 	/*
 	 * Completion events are acknowledged right after ibv_get_cq_event
 	 * (evd_consume_channel), so none is outstanding here and
@@ -708,17 +778,27 @@ static void evd_consume_channel(struct ofx_evd *evd)
 }
 
 /*
- * Progress-engine handler of a CNO-attached EVD's completion channel (and
- * called once at attach): acknowledges the notification, re-arms the CQ,
- * drains it into the ring, then wakes a direct waiter or triggers the CNO.
- * Arming before draining means no completion is left unnotified.
+ * Progress-engine handler of a watched completion channel (a CNO attached
+ * or an RTR awaited; also called once at CNO attach): acknowledges the
+ * notification, re-arms the CQ, drains it into the ring, then wakes a
+ * direct waiter or triggers the CNO.  Arming before draining means no
+ * completion is left unnotified.  With no reason left to watch, it drops
+ * the watch and leaves the CQ unarmed (a consumer's evd_wait arms its own).
  */
-static void evd_cno_channel_ready(void *arg)
+static void evd_channel_ready(void *arg)
 {
 	struct ofx_evd *evd = arg;
 	struct ofx_cno_agent_call call;
 
 	evd_consume_channel(evd);
+	pthread_mutex_lock(&evd->lock);
+	if (!evd->cno && !evd->rtr_waiters) {
+		if (ofx_progress_in_thread(evd->obj.ia->progress))
+			evd_unwatch_locked(evd);
+		pthread_mutex_unlock(&evd->lock);
+		return;
+	}
+	pthread_mutex_unlock(&evd->lock);
 	evd_arm_cqs(evd);
 	if (ofx_evd_drain_cq(evd) < 0)
 		return;

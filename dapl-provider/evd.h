@@ -31,7 +31,9 @@ struct ofx_cno;
  * IA's progress engine watches the completion channel while attached.
  *
  * `lock` is a leaf lock except for the attached CNO's lock, which is taken
- * under it to trigger (cno.h); nothing else is taken while it is held.
+ * under it to trigger (cno.h), and the progress engine's, taken under it to
+ * register or drop the channel (never waiting: see evd_watch_locked);
+ * nothing else is taken while it is held.
  */
 struct ofx_evd {
 	struct ofx_obj obj;
@@ -69,6 +71,14 @@ struct ofx_evd {
 	struct ofx_waiter notify_idle;	/* woken when notify_inflight drops to 0 */
 
 	struct ofx_cno *cno;	/* guarded by lock; see evd_attach_cno() */
+	/*
+	 * The progress engine watches the completion channel while a CNO is
+	 * attached or a passive p2p EP awaits its RTR here (rtr_waiters);
+	 * both under lock.  The engine's handler drops the watch once neither
+	 * holds (ofx_evd_watch_rtr).
+	 */
+	int rtr_waiters;
+	bool channel_watched;
 	atomic_int refs;	/* EPs, SPs, SRQs that reference this EVD */
 };
 OFX_DEFINE_FROM_HANDLE(evd, EVD)
@@ -97,6 +107,18 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 			    struct ofx_evd **evd_p);
 /* Frees regardless of references (ia_close cleanup). */
 void ofx_evd_destroy(struct ofx_evd *evd);
+
+/*
+ * A passive p2p EP awaits its SEND RTR on this EVD's CQ, which the consumer
+ * may not poll while it waits for ESTABLISHED: from now until the matching
+ * ofx_evd_unwatch_rtr the progress thread is woken by the completion
+ * channel and drains the CQ into the ring (the RTR's completion reaches its
+ * EP on the way).  No polling timer.  Call before the RTR can be sent (the
+ * CQ is armed here).  Any thread; the EP's lock may be held.  Returns 0 or
+ * a negative errno (the channel could not be watched).
+ */
+int ofx_evd_watch_rtr(struct ofx_evd *evd);
+void ofx_evd_unwatch_rtr(struct ofx_evd *evd);
 
 /*
  * Queues a copy of `ev` (evd_handle is filled in here) and wakes a waiter.

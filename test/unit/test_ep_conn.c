@@ -1026,6 +1026,49 @@ static void test_passive_p2p_rtr_then_established(void)
 	passive_send_rtr(true);
 }
 
+/*
+ * Nobody polls the recv CQ (the consumer waits for ESTABLISHED): the RTR's
+ * completion wakes the progress thread through the CQ's completion channel,
+ * which is watched from the accept until the RTR is in and not after.
+ */
+static void test_passive_rtr_completion_wakes_the_progress_thread(void)
+{
+	struct ibv_wc rtr = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
+	struct fixture f;
+	struct passive p;
+	struct ofx_evd *recv;
+	unsigned char req[64];
+	int n;
+
+	setup(&f, OFX_TRANSPORT_IWARP);
+	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
+	recv = f.e->recv_evd;
+	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
+	CU_ASSERT_FATAL(n > 0);
+	request_arrives(&f, &p, req, n);
+	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
+	/* watched and armed before the REP went out */
+	CU_ASSERT_TRUE(f.e->rtr_watch);
+	CU_ASSERT_EQUAL(recv->rtr_waiters, 1);
+	CU_ASSERT_TRUE(recv->channel_watched);
+	CU_ASSERT_TRUE(fake_cq_armed(recv->cq));
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(f.e->state, OFX_EP_RTR_WAIT);
+	expect_no_event(&f);
+
+	rtr.wr_id = (uintptr_t)&f.e->rtr_cookie;
+	rtr.qp_num = f.e->qp->qp_num;
+	fake_cq_push(recv, &rtr);
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
+	CU_ASSERT_FALSE(f.e->rtr_watch);
+	CU_ASSERT_EQUAL(recv->rtr_waiters, 0);
+	/* the watch itself goes at the handler's next run or with the EVD (teardown) */
+	passive_done(&p);
+	teardown(&f);
+}
+
 /* iWARP: a p2p request with `rtr` accepted, and the CM's ESTABLISHED delivered. */
 static void p2p_accepted_up(struct fixture *f, struct passive *p, enum ofx_rtr_type rtr)
 {
@@ -1350,6 +1393,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "passive accept that fails is reported", test_passive_accept_that_fails_is_reported },
 	{ "p2p passive: ESTABLISHED, then the RTR", test_passive_p2p_established_then_rtr },
 	{ "p2p passive: the RTR, then ESTABLISHED", test_passive_p2p_rtr_then_established },
+	{ "p2p passive: the RTR's completion wakes the progress thread",
+	  test_passive_rtr_completion_wakes_the_progress_thread },
 	{ "p2p passive: WRITE RTR needs no receive", test_passive_p2p_write_rtr_needs_no_receive },
 	{ "p2p: a read RTR gets a read depth", test_read_rtr_gets_a_read_depth },
 	{ "p2p: siw grants a write RTR for a read", test_siw_grants_a_write_rtr_for_a_read },
