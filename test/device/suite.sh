@@ -277,7 +277,10 @@ section_csp() {
 	csp_killed() {
 		local vpid vlog=$VM_LOGS/csp.killed.victim.log i
 		csp_sync_dir csp.killed
-		vm_bg csp.killed.r0 300 ona $MEMCHECK "$CSP" ofx 0 1 "$A" "$B" 51700 killed
+		vm_bg csp.killed.r0 500 ona $MEMCHECK "$CSP" ofx 0 1 "$A" "$B" 51700 killed
+		# the survivor's start under valgrind on a busy guest took 150 s
+		# once: the collision needs its CSP up before the victim calls
+		vm_wait_log csp.killed.r0 'csp on port' 300 || { vm_join csp.killed.r0 5; return; }
 		# by hand: the victim's SIGKILL status is expected
 		onb "$CSP" ofx 1 1 "$A" "$B" 51700 killed >"$vlog" 2>&1 &
 		vpid=$!
@@ -496,18 +499,19 @@ section_fault() {
 		ona "$FT" server 52100 >"$vlog" 2>&1 &
 		vpid=$!
 		if fault_wait_line "$vlog" 'server ready' 60; then
-			vm_bg fault.passive_killed 300 onb $MEMCHECK "$FT" client "$A" passive_killed
-			fault_wait_line "$vlog" 'server holding request' 120 &&
+			# deadlines for a valgrind start on a busy guest (150 s seen)
+			vm_bg fault.passive_killed 500 onb $MEMCHECK "$FT" client "$A" passive_killed
+			fault_wait_line "$vlog" 'server holding request' 300 &&
 				vm_say "fault: SIGKILL to the server holding a request (pid $vpid)"
 		fi
 		kill -KILL "$vpid"
 		wait "$vpid"
 		if vm_alive fault.passive_killed; then
-			if vm_wait_log fault.passive_killed 'client waiting for restart' 90; then
+			if vm_wait_log fault.passive_killed 'client waiting for restart' 200; then
 				vm_bg fault.hold.restarted 200 ona "$FT" server 52100
 				restarted=1
 			fi
-			vm_join fault.passive_killed 200
+			vm_join fault.passive_killed 300
 			vm_expect fault.passive_killed 'ok passive_killed' "$MEMCHECK_BAD"
 		else
 			vm__record fault.passive_killed FAIL - 0 "the victim server never came up"
@@ -517,8 +521,8 @@ section_fault() {
 			vm_join fault.hold.restarted 30
 		fi
 
-		vm_bg fault.gate.srv 400 ona $MEMCHECK "$FT" server 52100
-		vm_wait_log fault.gate.srv 'server ready' 120 || { vm_join fault.gate.srv 5; return; }
+		vm_bg fault.gate.srv 600 ona $MEMCHECK "$FT" server 52100
+		vm_wait_log fault.gate.srv 'server ready' 300 || { vm_join fault.gate.srv 5; return; }
 		onb "$FT" client "$A" gate_victim >"$VM_LOGS/fault.gate.victim.log" 2>&1 &
 		cpid=$!
 		if vm_wait_log fault.gate.srv 'server holding request' 120; then
@@ -527,12 +531,12 @@ section_fault() {
 				"$VM_LOGS/fault.gate.srv.log" | tail -n 1)
 			vm_say "fault: client $cpid stopped; server $spid accepts"
 			kill -USR1 "$spid"
-			vm_wait_log fault.gate.srv 'server accepted the held request' 60 &&
+			vm_wait_log fault.gate.srv 'server accepted the held request' 120 &&
 				vm_say "fault: SIGKILL to the stopped client (pid $cpid)"
 		fi
 		kill -KILL "$cpid"
 		wait "$cpid"
-		vm_wait_log fault.gate.srv 'server: gate: ' 90
+		vm_wait_log fault.gate.srv 'server: gate: ' 120
 		vm_run fault.gate.next 120 onb "$FT" client "$A" echo_victim quit_victim
 		vm_expect fault.gate.next 'ALL FAULT TESTS PASSED' 'FAIL'
 		vm_join fault.gate.srv 120
