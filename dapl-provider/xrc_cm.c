@@ -299,6 +299,7 @@ static void listen_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
 		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
 		return;
 	}
+	ofx_xrc_log_qp("tgt", tgt);
 	/*
 	 * rdma_get_cm_event(3): the event's responder_resources is the INI's
 	 * initiator depth, its initiator_depth the INI's responder resources.
