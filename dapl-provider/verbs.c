@@ -118,6 +118,7 @@ const struct ofx_verbs_ops ofx_verbs_real = {
 	.create_qp_ex = real_create_qp_ex,
 	.open_qp = real_open_qp,
 	.modify_qp = ibv_modify_qp,
+	.query_qp = ibv_query_qp,
 	.destroy_qp = ibv_destroy_qp,
 	.post_send = real_post_send,
 	.post_recv = real_post_recv,

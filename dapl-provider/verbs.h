@@ -47,6 +47,9 @@ struct ofx_verbs_ops {
 	struct ibv_qp *(*create_qp_ex)(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr);
 	struct ibv_qp *(*open_qp)(struct ibv_context *ctx, struct ibv_qp_open_attr *attr);
 	int (*modify_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask);
+	/* what the device made of a QP (debug logs of XRC QPs); may be NULL in a model */
+	int (*query_qp)(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			struct ibv_qp_init_attr *init);
 	int (*destroy_qp)(struct ibv_qp *qp);
 	int (*post_send)(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad);
 	int (*post_recv)(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_recv_wr **bad);

@@ -1039,6 +1039,44 @@ err:
 	return -ret;
 }
 
+static const char *qp_state_str(enum ibv_qp_state s)
+{
+	static const char *const names[] = {
+		[IBV_QPS_RESET] = "RESET", [IBV_QPS_INIT] = "INIT", [IBV_QPS_RTR] = "RTR",
+		[IBV_QPS_RTS] = "RTS",	   [IBV_QPS_SQD] = "SQD",   [IBV_QPS_SQE] = "SQE",
+		[IBV_QPS_ERR] = "ERR",
+	};
+
+	return (unsigned int)s < OFX_ARRAY_SIZE(names) && names[s] ? names[s] : "UNKNOWN";
+}
+
+void ofx_xrc_log_qp(const char *role, struct ibv_qp *qp)
+{
+	const int mask = IBV_QP_STATE | IBV_QP_DEST_QPN | IBV_QP_MAX_QP_RD_ATOMIC |
+			 IBV_QP_MAX_DEST_RD_ATOMIC | IBV_QP_TIMEOUT | IBV_QP_RETRY_CNT |
+			 IBV_QP_RNR_RETRY | IBV_QP_MIN_RNR_TIMER | IBV_QP_PATH_MTU | IBV_QP_CAP;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr a;
+	int ret;
+
+	if (!ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS) || !ofx_verbs->query_qp)
+		return;
+	memset(&a, 0, sizeof(a));
+	memset(&init, 0, sizeof(init));
+	ret = ofx_verbs->query_qp(qp, &a, mask, &init);
+	if (ret) {
+		ofx_dbg("xrc %s qp 0x%x: ibv_query_qp: %s", role, qp->qp_num,
+			strerror(ret < 0 ? -ret : ret));
+		return;
+	}
+	ofx_dbg("xrc %s qp 0x%x ready: peer 0x%x state %s max_rd_atomic %u max_dest_rd_atomic %u "
+		"timeout %u retry_cnt %u rnr_retry %u min_rnr_timer %u path_mtu %d max_send_wr %u "
+		"max_send_sge %u max_inline %u",
+		role, qp->qp_num, a.dest_qp_num, qp_state_str(a.qp_state), a.max_rd_atomic,
+		a.max_dest_rd_atomic, a.timeout, a.retry_cnt, a.rnr_retry, a.min_rnr_timer,
+		(int)a.path_mtu, a.cap.max_send_wr, a.cap.max_send_sge, a.cap.max_inline_data);
+}
+
 /*
  * xrc->lock held.  The INI QP for the EP's peer (READY, CONNECTING or new:
  * then its INI request is sent) with a reference for the EP, which is
@@ -1615,6 +1653,8 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 		qa.min_rnr_timer = 12;
 		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_TGT_RTR_MASK))
 			ofx_warn("xrc tgt qp 0x%x to rtr", t->qp->qp_num);
+		else
+			ofx_xrc_log_qp("tgt", t->qp);
 	}
 	t->qpn = t->qp->qp_num;
 	t->created = true;
@@ -1851,7 +1891,9 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 	ok = a && a->verdict == XRC_V_OK && (x->tp->drives_qps || !ini_qp_ready(ia, ini, a->tgt));
 	ini->state = ok ? INI_READY : INI_DEAD;
 	ini->unanswered = !a;
-	if (!ok)
+	if (ok)
+		ofx_xrc_log_qp("ini", ini->qp);
+	else
 		ofx_warn("ini qp 0x%x to port %u: %s", ini->qp->qp_num, ini->port,
 			 a ? "refused" : "no answer");
 	wake = calloc(ini->refs ? ini->refs : 1, sizeof(*wake));

@@ -344,6 +344,13 @@ void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp
 void *ofx_xrc_transport_ctx(const struct ofx_ia *ia);
 /* A TGT QP this IA created for an INI request (the carrier moves it). */
 struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn);
+/*
+ * At debug level: one line with what ibv_query_qp reports of an INI ("ini")
+ * or TGT ("tgt") QP that just became ready, e.g.
+ *   xrc ini qp 0x1a2 ready: peer 0x3b4 state RTS max_rd_atomic 16 max_dest_rd_atomic 0 ...
+ * dapltest-scripts/xrc-hw.sh reads these lines (keep the format).
+ */
+void ofx_xrc_log_qp(const char *role, struct ibv_qp *qp);
 void ofx_xrc_ia_quiesce(struct ofx_ia *ia);
 void ofx_xrc_ia_close(struct ofx_ia *ia);
 int ofx_xrc_get_stats(struct ofx_ia *ia, struct ofx_xrc_stats *stats);

@@ -397,6 +397,7 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
 		return;
 	}
+	ofx_xrc_log_qp("tgt", tgt);
 	/*
 	 * rdma_get_cm_event(3): the event's responder_resources is the INI's
 	 * initiator depth, its initiator_depth the INI's responder resources.

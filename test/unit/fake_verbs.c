@@ -374,6 +374,18 @@ static int fake_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return 0;
 }
 
+/* The state modify_qp set; the rest as a fresh QP has it. */
+static int fake_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+			 struct ibv_qp_init_attr *init)
+{
+	(void)mask;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = qp->state;
+	init->qp_type = qp->qp_type;
+	return 0;
+}
+
 /* Records each send work request (fake_cm.sends: the RTR among them). */
 static int fake_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
@@ -752,6 +764,7 @@ const struct ofx_verbs_ops fake_verbs_core = {
 	.create_qp_ex = fake_create_qp_ex,
 	.open_qp = fake_open_qp,
 	.modify_qp = fake_modify_qp,
+	.query_qp = fake_query_qp,
 	.destroy_qp = fake_destroy_qp,
 	.post_send = fake_post_send,
 	.post_recv = fake_post_recv,

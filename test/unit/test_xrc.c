@@ -9,6 +9,7 @@
 #include "evd.h"
 #include "ia.h"
 #include "lmr.h"
+#include "log.h"
 #include "pdata.h"
 #include "rmr.h"
 #include "sp.h"
@@ -1252,6 +1253,83 @@ static void test_rdma_cm_carrier_negotiates_read_depths(void)
 	CU_ASSERT_EQUAL(send_msg(ea, "deep", 1), DAT_SUCCESS);
 	expect_recv(b, eb, 2000, "deep");
 	teardown(2);
+}
+
+/*
+ * The debug line of every INI and TGT QP that becomes ready, from what
+ * ibv_query_qp reports: dapltest-scripts/xrc-hw.sh checks an INI's
+ * max_rd_atomic on hardware through it (the same fields, in this order).
+ */
+static const char *qp_line(const char *log, const char *role, unsigned int qpn, char *state,
+			   unsigned int *peer, unsigned int *rd, unsigned int *dest_rd)
+{
+	char want[64];
+	const char *p;
+
+	snprintf(want, sizeof(want), "xrc %s qp 0x%x ready: ", role, qpn);
+	p = strstr(log, want);
+	if (!p || sscanf(p + strlen(want), "peer 0x%x state %15s max_rd_atomic %u "
+			 "max_dest_rd_atomic %u timeout", peer, state, rd, dest_rd) != 4)
+		return NULL;
+	return p;
+}
+
+static void test_rdma_cm_carrier_logs_the_queried_qp_attributes(void)
+{
+	char path[] = "/tmp/ofx-xrc-log-XXXXXX", text[16384], state[16];
+	unsigned int peer, rd, dest_rd;
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	struct ibv_qp_init_attr init;
+	struct ibv_qp_attr qa;
+	uint32_t ini_qpn = 0, tgt_qpn = 0;
+	struct ibv_qp *ini;
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	setenv("DAPL_OFX_LOG_FILE", path, 1);
+	setenv("DAPL_OFX_LOG_LEVEL", "debug", 1);
+	setenv("DAPL_OFX_LOG_SUBSYS", "xrc", 1);
+	ofx_log_fini();
+	ofx_log_init();
+	setup(2);
+	xm_use_cm = true;
+	xm_device = &xm_dev_mlx5;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	xm_device = &xm_dev_toy;
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	ea = xm_ep_new(a);
+	eb = xm_ep_new(b);
+	pair(a, ea, b, eb, 1);
+	ini = xm_ini_qp(0, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL(ini);
+	if (ini && !ofx_verbs->query_qp(ini, &qa, IBV_QP_DEST_QPN, &init)) {
+		ini_qpn = ini->qp_num;
+		tgt_qpn = qa.dest_qp_num;
+	}
+	teardown(2);
+	ofx_log_fini();
+	unsetenv("DAPL_OFX_LOG_FILE");
+	unsetenv("DAPL_OFX_LOG_LEVEL");
+	unsetenv("DAPL_OFX_LOG_SUBSYS");
+	ofx_log_init();
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	unlink(path);
+	text[n > 0 ? n : 0] = '\0';
+
+	/* A's INI: RTS towards B's TGT with the 4 reads B serves */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp_line(text, "ini", ini_qpn, state, &peer, &rd, &dest_rd));
+	CU_ASSERT_STRING_EQUAL(state, "RTS");
+	CU_ASSERT_EQUAL(peer, tgt_qpn);
+	CU_ASSERT_EQUAL(rd, 4);
+	CU_ASSERT_EQUAL(dest_rd, 0);
+	/* B's TGT for it: RTR, serving 4 */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(qp_line(text, "tgt", tgt_qpn, state, &peer, &rd, &dest_rd));
+	CU_ASSERT_STRING_EQUAL(state, "RTR");
+	CU_ASSERT_EQUAL(peer, ini_qpn);
+	CU_ASSERT_EQUAL(dest_rd, 4);
 }
 
 /* The RC accept (cm.c) grants from the REQ event's crossed depth fields. */
@@ -2571,6 +2649,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	{ "ini qp that cannot be made fails both sides cleanly",
 	  test_ini_qp_that_cannot_be_made_fails_both_sides },
 	{ "rdma_cm carrier negotiates read depths", test_rdma_cm_carrier_negotiates_read_depths },
+	{ "rdma_cm carrier logs the queried ini and tgt attributes",
+	  test_rdma_cm_carrier_logs_the_queried_qp_attributes },
 	{ "rc accept grants the depths the peer asked",
 	  test_rc_accept_grants_the_depths_the_peer_asked },
 	{ "rmr bind on an xrc connection is refused", test_rmr_bind_on_an_xrc_connection_is_refused },

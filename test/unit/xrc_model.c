@@ -590,6 +590,26 @@ static int m_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return 0;
 }
 
+/* What ibv_query_qp reports: the state, the peer and the read depths set. */
+static int m_query_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask,
+		      struct ibv_qp_init_attr *init)
+{
+	struct xm_qp *q = xm_qp_of(qp);
+	const struct xm_qp_attrs *a = q->tgt ? &q->tgt->attrs : &q->attrs;
+
+	(void)mask;
+	if (q->fq.obj.closed)
+		return EBADF;
+	memset(attr, 0, sizeof(*attr));
+	memset(init, 0, sizeof(*init));
+	attr->qp_state = qp->state;
+	attr->dest_qp_num = q->dest;
+	attr->max_rd_atomic = (uint8_t)a->max_rd_atomic;
+	attr->max_dest_rd_atomic = (uint8_t)a->max_dest_rd_atomic;
+	init->qp_type = qp->qp_type;
+	return 0;
+}
+
 /* An async event reported but not yet acknowledged (xm_async_qp_event_unacked). */
 static struct {
 	struct xm_proc *p;
@@ -1591,6 +1611,7 @@ void xm_init(void)
 	ops->create_qp_ex = m_create_qp_ex;
 	ops->open_qp = m_open_qp;
 	ops->modify_qp = m_modify_qp;
+	ops->query_qp = m_query_qp;
 	ops->destroy_qp = m_destroy_qp;
 	ops->post_send = m_post_send;
 	ops->post_recv = m_post_recv;
