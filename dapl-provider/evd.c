@@ -782,28 +782,27 @@ static void evd_consume_channel(struct ofx_evd *evd)
  * or an RTR awaited; also called once at CNO attach): acknowledges the
  * notification, re-arms the CQ, drains it into the ring, then wakes a
  * direct waiter or triggers the CNO.  Arming before draining means no
- * completion is left unnotified.  With no reason left to watch, it drops
- * the watch and leaves the CQ unarmed (a consumer's evd_wait arms its own).
+ * completion is left unnotified.  With no reason left to watch, it then
+ * drops the watch.
  */
 static void evd_channel_ready(void *arg)
 {
 	struct ofx_evd *evd = arg;
 	struct ofx_cno_agent_call call;
 
+	/*
+	 * The notification taken here may have been a direct waiter's (its
+	 * poll() does not wake for an event consumed first): so re-arm and
+	 * drain, and wake it, even when there is no reason left to watch.
+	 */
 	evd_consume_channel(evd);
-	pthread_mutex_lock(&evd->lock);
-	if (!evd->cno && !evd->rtr_waiters) {
-		if (ofx_progress_in_thread(evd->obj.ia->progress))
-			evd_unwatch_locked(evd);
-		pthread_mutex_unlock(&evd->lock);
-		return;
-	}
-	pthread_mutex_unlock(&evd->lock);
 	evd_arm_cqs(evd);
 	if (ofx_evd_drain_cq(evd) < 0)
 		return;
 	pthread_mutex_lock(&evd->lock);
 	evd_notify_locked(evd, &call);
+	if (!evd->cno && !evd->rtr_waiters && ofx_progress_in_thread(evd->obj.ia->progress))
+		evd_unwatch_locked(evd);
 	pthread_mutex_unlock(&evd->lock);
 	ofx_cno_agent_run(&call);
 }
