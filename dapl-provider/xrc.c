@@ -2211,6 +2211,24 @@ static void eps_break(struct ofx_xrc_conn **eps, int n, bool async)
 		xrc_reap(ia, false);
 }
 
+/*
+ * xrc->lock held.  The INI QP a send completion came from.  Not the
+ * connection's: it may have ended before its error was polled (the peer's
+ * broken DISC came first) while other EPs still sit on the dead QP.
+ */
+static struct ofx_xrc_ini *ini_of_qpn(struct ofx_xrc_ia *x, uint32_t qpn)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, &x->inis) {
+		struct ofx_xrc_ini *ini = container_of(pos, struct ofx_xrc_ini, link);
+
+		if (ini->qp->qp_num == qpn)
+			return ini;
+	}
+	return NULL;
+}
+
 /* A completion in error on the connection's queues (not the fence's success). */
 static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is_recv)
 {
@@ -2221,7 +2239,7 @@ static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is
 
 	/* a receive error concerns this connection only; a send error kills the INI QP */
 	pthread_mutex_lock(&x->lock);
-	ini = is_recv ? NULL : xe->ini;
+	ini = is_recv ? NULL : ini_of_qpn(x, wc->qp_num);
 	if (ini)
 		broken = ini_kill(ini, &n); /* NULL without memory: only this one is told */
 	if (!broken) {
@@ -2231,7 +2249,7 @@ static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is
 		n = 1;
 	}
 	pthread_mutex_unlock(&x->lock);
-	ofx_warn("xrc %s error %s on srq 0x%x: %d ep(s) broken", ini ? "send" : "recv",
+	ofx_warn("xrc %s error %s on srq 0x%x: %d ep(s) broken", is_recv ? "recv" : "send",
 		 ibv_wc_status_str(wc->status), xe->srqn, n);
 	eps_break(broken, n, false);
 	if (broken != one)

@@ -239,12 +239,28 @@ struct ofx_evd;
  *    ordering comes from steps 3-4.
  *
  * 10. Failures.  A send completion in error (other than a flush) on an INI
- *    QP kills it: every EP bound to it reports BROKEN (the peer's SRQ
- *    number may be gone: a peer process that died without disconnecting,
- *    whose SRQ even the fence then names; a TGT destroyed under 2b; an RNR
- *    beyond the retry count; a bad rkey).
- *    A receive completion in error breaks only its EP.  XRC trades this
- *    fate sharing for one QP per node instead of per EP.
+ *    QP kills it: every EP bound to it reports BROKEN, gets a FLUSHED
+ *    completion for each DTO it still has outstanding, and its peer gets a
+ *    DISC with aux 1 (it reports DISCONNECTED).  Causes: the peer's SRQ
+ *    number is gone (a peer process that died without disconnecting, whose
+ *    SRQ even the fence then names); a TGT destroyed under 2b; an RNR
+ *    beyond the retry count; a bad rkey; a message longer than the receive
+ *    it lands in (below).  The INI QP is the one the completion names
+ *    (wc.qp_num), not the EP's: the EP's connection may have ended already
+ *    (its peer's DISC with aux 1 came first: it reported DISCONNECTED) while
+ *    other EPs are still bound to the dead QP.
+ *    A receive completion in error breaks only its EP (BROKEN, and a DISC
+ *    with aux 1 to its peer): the receiver's own INI QPs are not involved.
+ *    An undersized receive is both at once: the responder completes the
+ *    receive with a local length error (the receiving EP gets
+ *    DAT_DTO_ERR_LOCAL_LENGTH) and NAKs the message as an invalid request,
+ *    so the sender's WR fails with REM_INV_REQ_ERR
+ *    (DAT_DTO_ERR_REMOTE_RESPONDER) and its INI QP dies as above.  One
+ *    receive too small thus ends every connection of the sending IA that
+ *    shares that INI QP, and their peers'; the sending EP and the receiving
+ *    EP each report BROKEN, or DISCONNECTED if the other's DISC arrived
+ *    before their own error was polled.  XRC trades this fate sharing for
+ *    one QP per node instead of per EP.
  *
  * 11. Carrier.  On a device (xrc_cm.c) the IA binds two rdma_cm listeners
  *    on its address with one port number, q: RDMA_PS_IB and RDMA_PS_UDP.

@@ -66,20 +66,26 @@ static struct ofx_xrc_stats stats(struct xm_proc *p)
 	return s;
 }
 
-static void post_recv(struct ofx_ep *ep, uint64_t cookie)
+/* A receive of `len` bytes (at most MSG_LEN) into the next buffer. */
+static void post_recv_len(struct ofx_ep *ep, uint64_t cookie, DAT_VLEN len)
 {
 	DAT_LMR_TRIPLET iov;
 	DAT_DTO_COOKIE c = { .as_64 = cookie };
 
-	CU_ASSERT_FATAL(nbuf < NBUF);
+	CU_ASSERT_FATAL(nbuf < NBUF && len <= MSG_LEN);
 	memset(bufs[nbuf], 0, MSG_LEN);
 	buf_cookie[nbuf] = cookie;
 	buf_ep[nbuf] = ep;
 	iov.lmr_context = 1;
 	iov.virtual_address = (uintptr_t)bufs[nbuf++];
-	iov.segment_length = MSG_LEN;
+	iov.segment_length = len;
 	CU_ASSERT_EQUAL(ofx_ep_post_recv(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
 			DAT_SUCCESS);
+}
+
+static void post_recv(struct ofx_ep *ep, uint64_t cookie)
+{
+	post_recv_len(ep, cookie, MSG_LEN);
 }
 
 static DAT_RETURN send_msg(struct ofx_ep *ep, const char *text, uint64_t cookie)
@@ -122,6 +128,29 @@ static void expect_empty(struct ofx_evd *evd)
 	DAT_EVENT ev;
 
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(evd, &ev)), DAT_QUEUE_EMPTY);
+}
+
+/* The next event of `evd` completes a DTO of `ep` with `cookie` and `status`. */
+#define expect_dto(evd, ep, cookie, status) expect_dto_at(evd, ep, cookie, status, __LINE__)
+static void expect_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
+			  DAT_DTO_COMPLETION_STATUS status, int line)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	if (ofx_evd_dequeue(evd, &ev) != DAT_SUCCESS) {
+		fprintf(stderr, "no dto event at line %d\n", line);
+		CU_FAIL_FATAL("no dto event");
+	}
+	d = &ev.event_data.dto_completion_event_data;
+	if (d->user_cookie.as_64 != cookie || d->status != status)
+		fprintf(stderr, "dto cookie %llu status %d, expected %llu %d at line %d\n",
+			(unsigned long long)d->user_cookie.as_64, d->status,
+			(unsigned long long)cookie, status, line);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
+	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
+	CU_ASSERT_EQUAL(d->status, status);
 }
 
 /* Every send completion on `p`'s request EVD is a success; returns how many. */
@@ -2327,6 +2356,85 @@ static void test_accept_data_at_the_xrc_and_rc_limits(void)
 	accept_with(189, false, true);
 }
 
+/*
+ * A message longer than the receive it lands in (D9c).  The responder
+ * completes the receive with a local length error and NAKs the message as
+ * an invalid request: the sender's WR fails with REM_INV_REQ_ERR and its
+ * INI QP is in error.  e1 and e2 of A share that INI QP to B (f1, f2):
+ * e1's send (cookie 10) fails into f1's 8-byte receive; what A posted
+ * behind it before polling (11 on e1, 20 and 21 on e2) is flushed.  Every
+ * EP on the INI QP ends (e2 BROKEN; e1 BROKEN, or DISCONNECTED when f1's
+ * DISC came first), f1 gets its receive's LOCAL_LENGTH completion and ends
+ * (BROKEN, or DISCONNECTED when A's DISC came first), f2 is told
+ * (DISCONNECTED).  `receiver_first`: B polls its receive before A polls its
+ * send; either way e2 must not stay CONNECTED on the dead INI QP.
+ */
+static void undersized_receive(bool receiver_first)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	open_pair(&a, &e1, &b, &f1);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	pair(a, e1, b, f1, 0);
+	pair(a, e2, b, f2, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	post_recv_len(f1, 77, 8);
+	CU_ASSERT_EQUAL(send_msg(e2, "before", 1), DAT_SUCCESS);
+	expect_recv(b, f2, 2000, "before");
+	xm_pump();
+	CU_ASSERT_EQUAL(drain_sends(a), 1);
+
+	CU_ASSERT_EQUAL(send_msg(e1, "more than 8 bytes", 10), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e1, "behind it", 11), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e2, "behind it too", 20), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e2, "and me", 21), DAT_SUCCESS);
+	if (receiver_first) {
+		expect_dto(b->recv_evd, f1, 77, DAT_DTO_ERR_LOCAL_LENGTH);
+		expect_conn(b, f1, DAT_CONNECTION_EVENT_BROKEN);
+	}
+	xm_pump();
+	expect_dto(a->req_evd, e1, 10, DAT_DTO_ERR_REMOTE_RESPONDER);
+	expect_dto(a->req_evd, e1, 11, DAT_DTO_ERR_FLUSHED);
+	expect_dto(a->req_evd, e2, 20, DAT_DTO_ERR_FLUSHED);
+	expect_dto(a->req_evd, e2, 21, DAT_DTO_ERR_FLUSHED);
+	expect_empty(a->req_evd);
+	expect_conn(a, e1, receiver_first ? DAT_CONNECTION_EVENT_DISCONNECTED :
+					    DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	if (!receiver_first) {
+		expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_dto(b->recv_evd, f1, 77, DAT_DTO_ERR_LOCAL_LENGTH);
+	}
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	expect_empty(b->recv_evd);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e2, "dead", 22),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
+	/* both INI QPs went with their EPs; the next EP gets a fresh pair */
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
+	pair_over_new_ini(a, b, 2);
+	teardown(2);
+}
+
+static void test_undersized_receive_sender_polls_first(void)
+{
+	undersized_receive(false);
+}
+
+static void test_undersized_receive_receiver_polls_first(void)
+{
+	undersized_receive(true);
+}
+
 CU_TestInfo ofx_test_xrc[] = {
 	{ "handshake exchanges private data and srq numbers",
 	  test_handshake_exchanges_private_data_and_srq_numbers },
@@ -2403,5 +2511,9 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_mpi_crossing_connects_reject_reset_accept },
 	{ "accept data at the xrc and rc limits (120, 121, 160, 161, 188, 189)",
 	  test_accept_data_at_the_xrc_and_rc_limits },
+	{ "undersized receive, sender polls first: the shared ini qp dies, peers told",
+	  test_undersized_receive_sender_polls_first },
+	{ "undersized receive, receiver polls first: the shared ini qp dies all the same",
+	  test_undersized_receive_receiver_polls_first },
 	CU_TEST_INFO_NULL,
 };

@@ -800,6 +800,18 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 	wc.qp_num = t->qpn;
 	wc.src_qp = q->fq.qp.qp_num;
 	fake_cq_push_cqe(srq->cq, &(struct fake_cqe){ .wc = wc, .srqn = srq->srqn });
+	if (off < s->len) {
+		/*
+		 * The message does not fit the receive (IB 9.9.3, a responder
+		 * length error): the receive completes with a local length
+		 * error (mlx5's LOCAL_LENGTH_ERR syndrome), the responder NAKs
+		 * it as an invalid request, and the requester's WR fails with
+		 * REM_INV_REQ_ERR: the INI QP is in error, every later WR of it
+		 * flushed.
+		 */
+		ini_error(q, s->wr_id, IBV_WC_REM_INV_REQ_ERR);
+		return false;
+	}
 	send_wc(q, s, IBV_WC_SUCCESS);
 	return true;
 }

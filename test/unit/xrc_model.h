@@ -24,7 +24,9 @@
  * (copying the bytes, completing on the SRQ's CQ) and completes on the INI
  * QP's send CQ; an SRQ with no receive holds the message and every later
  * one of that INI QP (RNR retry 7) unless xm_rnr_limited; a missing TGT or
- * SRQ, or a limited RNR, moves the INI QP to error.  As on mlx5,
+ * SRQ, or a limited RNR, moves the INI QP to error, and so does a message
+ * longer than its receive (the receive completes with LOC_LEN_ERR, the
+ * send with REM_INV_REQ_ERR).  As on mlx5,
  * destroying a QP removes its CQEs from its CQs; destroying an XRC SRQ
  * leaves its CQEs, and a poll that meets one fails (-2) and loses the
  * completions it took before it.  Control messages of xrc.c go through a
