@@ -1576,7 +1576,38 @@ void ofx_xrc_conn_disconnect(struct ofx_xrc_conn *xe)
 
 /* ---- control message handling ------------------------------------------ */
 
-/* The listener side of an INI connection: a TGT QP for the sender. */
+/* Moves a new TGT QP to RTR towards INI QP `ini_qpn` (the model carrier). */
+static int tgt_qp_ready(struct ofx_ia *ia, struct ibv_qp *qp, uint32_t ini_qpn)
+{
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
+				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
+						    IBV_ACCESS_REMOTE_READ };
+	int ret;
+
+	ret = ofx_verbs->modify_qp(qp, &a, XRC_INIT_MASK);
+	if (ret)
+		goto err;
+	memset(&a, 0, sizeof(a));
+	a.qp_state = IBV_QPS_RTR;
+	a.path_mtu = IBV_MTU_1024;
+	a.dest_qp_num = ini_qpn;
+	a.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
+	a.min_rnr_timer = 12;
+	ret = ofx_verbs->modify_qp(qp, &a, XRC_TGT_RTR_MASK);
+	if (ret)
+		goto err;
+	return 0;
+err:
+	ofx_err("tgt qp 0x%x for ini qp 0x%x: %s", qp->qp_num, ini_qpn, strerror(ret));
+	return -ret;
+}
+
+/*
+ * No lock held.  The listener side of an INI connection: a TGT QP for the
+ * sender.  One that cannot reach RTR is refused, not answered: it would
+ * discard whatever the INI QP sends (the sender's retries run out) and
+ * break every EP that the INI QP took meanwhile.
+ */
 static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ctl *a)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
@@ -1585,7 +1616,6 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
 		.xrcd = x->xrcd,
 	};
-	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	struct ofx_xrc_tgtqp *t;
 
 	a->verdict = XRC_V_REFUSED;
@@ -1602,28 +1632,21 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 		free(t);
 		return;
 	}
-	/* a device carrier moves it with the connection's attributes */
-	if (!x->tp->drives_qps) {
-		qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_INIT_MASK))
-			ofx_warn("xrc tgt qp 0x%x to init", t->qp->qp_num);
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_state = IBV_QPS_RTR;
-		qa.path_mtu = IBV_MTU_1024;
-		qa.dest_qp_num = c->srqn_from;
-		qa.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
-		qa.min_rnr_timer = 12;
-		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_TGT_RTR_MASK))
-			ofx_warn("xrc tgt qp 0x%x to rtr", t->qp->qp_num);
-	}
 	t->qpn = t->qp->qp_num;
+	/* a device carrier moves it with the connection's attributes */
+	if (!x->tp->drives_qps && tgt_qp_ready(ia, t->qp, c->srqn_from)) {
+		tgt_free(t);
+		return;
+	}
 	t->created = true;
 	t->ini_open = true;
 	t->ini_qpn = c->srqn_from;
 	t->ini_tag = c->tag;
+	pthread_mutex_lock(&x->lock);
 	ofx_list_add_tail(&x->tgts, &t->link);
 	x->stats.tgt_created++;
 	x->stats.tgt_handles++;
+	pthread_mutex_unlock(&x->lock);
 	a->tgt = t->qpn;
 	a->verdict = XRC_V_OK;
 }
@@ -1778,9 +1801,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	a.tag = x->tag;
 	a.port = x->port;
 	if (c.op == OFX_XRC_OP_INI) {
-		pthread_mutex_lock(&x->lock);
 		ctl_on_ini(ia, &c, &a);
-		pthread_mutex_unlock(&x->lock);
 		ctl_encode(&a, answer);
 		return 0;
 	}

@@ -132,7 +132,9 @@ struct ofx_evd;
  *    sender's, aux: the tag it expects} to the peer's service port.  The
  *    receiver checks aux against its own tag (REFUSED if it differs),
  *    creates a TGT QP (XRC_RECV) in its domain, moves it to RTR towards the
- *    INI QP and answers INI-ACK {tgt: T, verdict OK}.  The sender moves its
+ *    INI QP and answers INI-ACK {tgt: T, verdict OK}; a TGT it cannot make
+ *    or move to RTR is destroyed and the answer is REFUSED (a TGT out of
+ *    RTR discards what reaches it: the INI QP's retries would run out).  The sender moves its
  *    INI QP to RTS towards T (section 11 says with which attributes).
  *    This is the only QP pair XRC creates; every further EP between the
  *    two nodes (and domains) attaches with steps 1-4 only.  An INI QP whose
@@ -183,7 +185,7 @@ struct ofx_evd;
  *       20  u32 tgt          CONFIRM: T_A; BIND: T_P; INI-ACK: T; else 0
  *       24  u16 port         the sender's service port
  *       26  u8  verdict      answers: 0 none, 1 OK, 2 REFUSED (on the
- *                            request's TGT, or INI: the TGT was not made)
+ *                            request's TGT, or INI: no TGT in RTR was made)
  *       27  u8  status       answers: 0 OK, 1 UNKNOWN (no such EP)
  *       28  u32 aux          INI: the tag expected at the receiver;
  *                            DISC: 1 if the sender's connection broke

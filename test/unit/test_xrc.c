@@ -2388,6 +2388,8 @@ static void undersized_receive(bool receiver_first)
 	CU_ASSERT_EQUAL(drain_sends(a), 1);
 
 	CU_ASSERT_EQUAL(send_msg(e1, "more than 8 bytes", 10), DAT_SUCCESS);
+	/* the responder, B's TGT, is in error too */
+	CU_ASSERT_EQUAL(xm_tgt_state(xm_ini_qp(0, 0, NULL)), IBV_QPS_ERR);
 	CU_ASSERT_EQUAL(send_msg(e1, "behind it", 11), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e2, "behind it too", 20), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e2, "and me", 21), DAT_SUCCESS);
@@ -2433,6 +2435,71 @@ static void test_undersized_receive_sender_polls_first(void)
 static void test_undersized_receive_receiver_polls_first(void)
 {
 	undersized_receive(true);
+}
+
+/*
+ * M7: a TGT delivers only in RTR or RTS.  One moved to ERR (through any
+ * handle: the kernel modifies the real QP) discards what reaches it, and
+ * the INI QP's retries run out: both EPs on it break, nothing arrives.
+ */
+static void test_tgt_out_of_rtr_receives_nothing(void)
+{
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	struct ibv_qp *ini;
+
+	setup(2);
+	open_pair(&a, &e1, &b, &f1);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	pair(a, e1, b, f1, 1);
+	pair(a, e2, b, f2, 1);
+	ini = xm_ini_qp(0, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
+	CU_ASSERT_EQUAL(xm_tgt_state(ini), IBV_QPS_RTR);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_tgt_handle(ini));
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(xm_tgt_handle(ini), &err, IBV_QP_STATE), 0);
+	CU_ASSERT_EQUAL(xm_tgt_state(ini), IBV_QPS_ERR);
+	CU_ASSERT_EQUAL(send_msg(e1, "into the void", 1), DAT_SUCCESS);
+	xm_pump();
+	expect_dto(a->req_evd, e1, 1, DAT_DTO_ERR_TRANSPORT);
+	expect_empty(a->req_evd);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(b->recv_evd);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	teardown(2);
+}
+
+/*
+ * M7: a TGT that cannot be moved to RTR (here B believes its device takes
+ * more read depth than it does) is refused in the INI-ACK instead of
+ * answered: the connection fails on both sides before anything is sent
+ * into a TGT that would discard it, and no TGT is left.
+ */
+static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	b->ia.dev_attr.max_qp_rd_atom = b->dev->max_qp_rd_atom + 1;
+	post_recv(eb, 1);
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(eb->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, 0);
+	CU_ASSERT_EQUAL(stats(b).tgt_handles, 0);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	teardown(2);
 }
 
 CU_TestInfo ofx_test_xrc[] = {
@@ -2515,5 +2582,9 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_undersized_receive_sender_polls_first },
 	{ "undersized receive, receiver polls first: the shared ini qp dies all the same",
 	  test_undersized_receive_receiver_polls_first },
+	{ "tgt out of rtr receives nothing: the ini qp's retries run out",
+	  test_tgt_out_of_rtr_receives_nothing },
+	{ "tgt that cannot reach rtr refuses the ini request",
+	  test_tgt_that_cannot_reach_rtr_refuses_the_ini },
 	CU_TEST_INFO_NULL,
 };

@@ -69,12 +69,16 @@ struct xm_qp_attrs {
 	int max_dest_rd_atomic;		/* RTR: as responder */
 };
 
-/* A TGT QP object; handles are xm_qp with ->tgt set. */
+/*
+ * A TGT QP object; handles are xm_qp with ->tgt set.  Its state is the
+ * object's (the kernel modifies the real QP through any handle).
+ */
 struct xm_tgt {
 	int node;
 	struct xm_domain *dom;
 	uint32_t qpn;
 	int handles;
+	enum ibv_qp_state state;
 	struct xm_qp_attrs attrs;
 };
 
@@ -525,6 +529,7 @@ static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		q->tgt->dom = dom_of(attr->xrcd);
 		q->tgt->qpn = q->fq.qp.qp_num;
 		q->tgt->handles = 1;
+		q->tgt->state = IBV_QPS_RESET;
 		slot_add((void **)tgts, q->tgt);
 		break;
 	case IBV_QPT_XRC_SEND:
@@ -550,7 +555,7 @@ static struct ibv_qp *m_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr
 	q->fq.qp.context = ctx;
 	q->fq.qp.qp_type = IBV_QPT_XRC_RECV;
 	q->fq.qp.qp_num = t->qpn;
-	q->fq.qp.state = IBV_QPS_RTR;
+	q->fq.qp.state = t->state;
 	q->node = t->node;
 	q->tgt = t;
 	t->handles++;
@@ -566,16 +571,19 @@ static int m_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	struct xm_qp *q = xm_qp_of(qp);
 	struct xm_qp_attrs *a = q->tgt ? &q->tgt->attrs : &q->attrs;
 	const struct xm_device *d = dev_of(qp->context);
-	enum ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : qp->state;
+	enum ibv_qp_state cur = q->tgt ? q->tgt->state : qp->state;
+	enum ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : cur;
 
 	if (q->fq.obj.closed)
 		return 0;
-	if (qp_mask_check(qp->qp_type, qp->state, next, mask))
+	if (qp_mask_check(qp->qp_type, cur, next, mask))
 		return EINVAL;
 	if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > d->max_qp_init_rd_atom) ||
 	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > d->max_qp_rd_atom))
 		return EINVAL;
 	qp->state = next;
+	if (q->tgt)
+		q->tgt->state = next;
 	if (mask & IBV_QP_DEST_QPN)
 		q->dest = attr->dest_qp_num;
 	if (mask & IBV_QP_ACCESS_FLAGS)
@@ -742,7 +750,12 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 	struct ibv_wc wc = { 0 };
 	uint32_t off = 0;
 
-	if (!t) {
+	/*
+	 * A responder QP that is gone, or not in RTR or RTS (RESET, INIT,
+	 * ERROR), silently discards what reaches it (IB 10.3.1): the
+	 * requester's retries run out.
+	 */
+	if (!t || (t->state != IBV_QPS_RTR && t->state != IBV_QPS_RTS)) {
 		ini_error(q, s->wr_id, IBV_WC_RETRY_EXC_ERR);
 		return false;
 	}
@@ -807,8 +820,9 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 		 * error (mlx5's LOCAL_LENGTH_ERR syndrome), the responder NAKs
 		 * it as an invalid request, and the requester's WR fails with
 		 * REM_INV_REQ_ERR: the INI QP is in error, every later WR of it
-		 * flushed.
+		 * flushed.  The responder, the TGT, goes to error too.
 		 */
+		t->state = IBV_QPS_ERR;
 		ini_error(q, s->wr_id, IBV_WC_REM_INV_REQ_ERR);
 		return false;
 	}
@@ -1271,6 +1285,32 @@ struct ibv_qp *xm_ini_qp(int node, int i, struct ibv_qp_cap *cap_p)
 int xm_qp_max_rd_atomic(struct ibv_qp *qp)
 {
 	return xm_qp_of(qp)->attrs.max_rd_atomic;
+}
+
+/* The TGT an INI QP is connected to (what its RTR named), if it exists. */
+static struct xm_tgt *tgt_of_ini(struct ibv_qp *ini)
+{
+	struct xm_qp *q = xm_qp_of(ini);
+
+	return q->dest ? tgt_find(-1, q->dest) : NULL;
+}
+
+struct ibv_qp *xm_tgt_handle(struct ibv_qp *ini)
+{
+	struct xm_tgt *t = tgt_of_ini(ini);
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_QP)
+		if (t && qp_at(pos)->tgt == t)
+			return &qp_at(pos)->fq.qp;
+	return NULL;
+}
+
+int xm_tgt_state(struct ibv_qp *ini)
+{
+	struct xm_tgt *t = tgt_of_ini(ini);
+
+	return t ? (int)t->state : -1;
 }
 
 int xm_tgt_max_dest_rd_atomic(int node)

@@ -108,6 +108,14 @@ int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 
 /* The i-th live INI QP of `node` (NULL if none) and what create granted it. */
 struct ibv_qp *xm_ini_qp(int node, int i, struct ibv_qp_cap *cap_p);
+/*
+ * The TGT an INI QP sends to (its RTR's dest_qp_num): a handle of it (NULL
+ * if none is open) and its state (-1 if the TGT is gone).  A TGT delivers
+ * only in RTR or RTS; otherwise, as when it is gone, the INI QP's retries
+ * run out (RETRY_EXC_ERR).
+ */
+struct ibv_qp *xm_tgt_handle(struct ibv_qp *ini);
+int xm_tgt_state(struct ibv_qp *ini);
 /* Read depths set by modify_qp: an INI's max_rd_atomic, a TGT's max_dest_rd_atomic. */
 int xm_qp_max_rd_atomic(struct ibv_qp *qp);
 int xm_tgt_max_dest_rd_atomic(int node);
