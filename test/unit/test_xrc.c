@@ -34,16 +34,23 @@
 #define MSG_LEN 64
 #define NBUF 512
 
-static char bufs[NBUF][MSG_LEN];
+/*
+ * The buffers of post_recv and send_msg, registered in each process's PZ
+ * (xm_lkey): the model fails a WR whose segments no MR of its PD covers.
+ */
+static struct {
+	char recv[NBUF][MSG_LEN];
+	char send[NBUF][MSG_LEN];	/* reused round robin: the model copies at post */
+} mem;
 static uint64_t buf_cookie[NBUF];	/* the cookie each buffer was posted with */
 static struct ofx_ep *buf_ep[NBUF];	/* and the EP */
-static int nbuf;
+static int nbuf, nsend;
 static char domfile[4][64];
 
 static void setup(int nodes)
 {
 	xm_init();
-	nbuf = 0;
+	nbuf = nsend = 0;
 	for (int i = 0; i < nodes && i < 4; i++) {
 		snprintf(domfile[i], sizeof(domfile[i]), "/tmp/ofx-xrc-test-%d-node%d.xrcd",
 			 (int)getpid(), i);
@@ -66,6 +73,12 @@ static struct ofx_xrc_stats stats(struct xm_proc *p)
 	return s;
 }
 
+/* The lkey of `mem` in the PZ of `ep`'s process. */
+static DAT_LMR_CONTEXT lkey_of(const struct ofx_ep *ep)
+{
+	return xm_lkey(xm_proc_of(ep), &mem, sizeof(mem));
+}
+
 /* A receive of `len` bytes (at most MSG_LEN) into the next buffer. */
 static void post_recv_len(struct ofx_ep *ep, uint64_t cookie, DAT_VLEN len)
 {
@@ -73,11 +86,11 @@ static void post_recv_len(struct ofx_ep *ep, uint64_t cookie, DAT_VLEN len)
 	DAT_DTO_COOKIE c = { .as_64 = cookie };
 
 	CU_ASSERT_FATAL(nbuf < NBUF && len <= MSG_LEN);
-	memset(bufs[nbuf], 0, MSG_LEN);
+	memset(mem.recv[nbuf], 0, MSG_LEN);
 	buf_cookie[nbuf] = cookie;
 	buf_ep[nbuf] = ep;
-	iov.lmr_context = 1;
-	iov.virtual_address = (uintptr_t)bufs[nbuf++];
+	iov.lmr_context = lkey_of(ep);
+	iov.virtual_address = (uintptr_t)mem.recv[nbuf++];
 	iov.segment_length = len;
 	CU_ASSERT_EQUAL(ofx_ep_post_recv(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
 			DAT_SUCCESS);
@@ -88,15 +101,21 @@ static void post_recv(struct ofx_ep *ep, uint64_t cookie)
 	post_recv_len(ep, cookie, MSG_LEN);
 }
 
-static DAT_RETURN send_msg(struct ofx_ep *ep, const char *text, uint64_t cookie)
+static DAT_RETURN send_msg_flags(struct ofx_ep *ep, const char *text, uint64_t cookie,
+				 DAT_COMPLETION_FLAGS flags)
 {
-	char buf[MSG_LEN];
-	DAT_LMR_TRIPLET iov = { .lmr_context = 1, .virtual_address = (uintptr_t)buf,
+	char *buf = mem.send[nsend++ % NBUF];
+	DAT_LMR_TRIPLET iov = { .lmr_context = lkey_of(ep), .virtual_address = (uintptr_t)buf,
 				.segment_length = (DAT_VLEN)strlen(text) + 1 };
 	DAT_DTO_COOKIE c = { .as_64 = cookie };
 
-	snprintf(buf, sizeof(buf), "%s", text);
-	return ofx_ep_post_send(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG);
+	snprintf(buf, MSG_LEN, "%s", text);
+	return ofx_ep_post_send(ep, 1, &iov, c, flags);
+}
+
+static DAT_RETURN send_msg(struct ofx_ep *ep, const char *text, uint64_t cookie)
+{
+	return send_msg_flags(ep, text, cookie, DAT_COMPLETION_DEFAULT_FLAG);
 }
 
 /* The buffer posted last on `ep` with `cookie`. */
@@ -104,7 +123,7 @@ static const char *buf_of(const struct ofx_ep *ep, uint64_t cookie)
 {
 	for (int b = nbuf - 1; b >= 0; b--)
 		if (buf_cookie[b] == cookie && buf_ep[b] == ep)
-			return bufs[b];
+			return mem.recv[b];
 	return "";
 }
 
@@ -543,13 +562,13 @@ static void test_empty_srq_holds_messages_then_rnr_breaks_the_ini_qp(void)
 {
 	struct xm_proc *a, *b;
 	struct ofx_ep *e1, *f1, *e2, *f2;
-	DAT_LMR_TRIPLET iov = { .lmr_context = 1, .virtual_address = (uintptr_t)bufs[0],
-				.segment_length = 8 };
+	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)mem.recv[0], .segment_length = 8 };
 	DAT_DTO_COOKIE c = { .as_64 = 0 };
 	int i;
 
 	setup(2);
 	open_pair(&a, &e1, &b, &f1);
+	iov.lmr_context = lkey_of(f1);
 	e2 = xm_ep_new(a);
 	f2 = xm_ep_new(b);
 	pair(a, e1, b, f1, 0);
@@ -1124,9 +1143,9 @@ static void test_rc_accept_grants_the_depths_the_peer_asked(void)
 /* A bind would go to the EP's idle RC QP and never complete: refused at once. */
 static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
 {
-	static char mem[256];
-	DAT_REGION_DESCRIPTION region = { .for_va = mem };
-	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)mem, .segment_length = 64 };
+	static char win_mem[256];
+	DAT_REGION_DESCRIPTION region = { .for_va = win_mem };
+	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)win_mem, .segment_length = 64 };
 	DAT_RMR_COOKIE cookie = { .as_64 = 9 };
 	DAT_LMR_HANDLE lmr;
 	DAT_LMR_CONTEXT lkey;
@@ -1141,7 +1160,7 @@ static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
 	a->ia.dev_attr.max_mw = 16;
 	a->req_evd->flags |= DAT_EVD_RMR_BIND_FLAG;
 	pair(a, ea, b, eb, 1);
-	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&a->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem),
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&a->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(win_mem),
 					     &a->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr,
 					     &lkey, NULL, NULL, NULL),
 			      DAT_SUCCESS);
@@ -2002,14 +2021,8 @@ static void test_transaction_mix_over_shared_ini_qps(void)
 							      DAT_COMPLETION_DEFAULT_FLAG),
 					DAT_SUCCESS);
 			if (fl == DAT_COMPLETION_SUPPRESS_FLAG) {
-				char buf[MSG_LEN];
-				DAT_LMR_TRIPLET iov = { .lmr_context = 1,
-							.virtual_address = (uintptr_t)buf,
-							.segment_length = strlen(text) + 1 };
-				DAT_DTO_COOKIE cs = { .as_64 = (uint64_t)(r * 100 + i * 10 + 3) };
-
-				snprintf(buf, sizeof(buf), "%s", text);
-				CU_ASSERT_EQUAL(ofx_ep_post_send(e[i], 1, &iov, cs, fl),
+				CU_ASSERT_EQUAL(send_msg_flags(e[i], text,
+							       (uint64_t)(r * 100 + i * 10 + 3), fl),
 						DAT_SUCCESS);
 				want += 1;		/* the read */
 			} else {
@@ -2127,8 +2140,8 @@ static void test_transaction_mix_over_shared_ini_qps(void)
  */
 static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 {
-	static char mem[TX_LEN];
-	DAT_REGION_DESCRIPTION reg = { .for_va = mem };
+	static char dst[TX_LEN];
+	DAT_REGION_DESCRIPTION reg = { .for_va = dst };
 	struct xm_proc *a, *b;
 	struct ofx_ep *e[N_FULL_EPS], *f[N_FULL_EPS];
 	DAT_LMR_HANDLE lmr;
@@ -2140,7 +2153,7 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	setup(2);
 	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
 	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(mem), &b->pz,
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(dst), &b->pz,
 					     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey,
 					     &rkey, NULL, NULL),
 			      DAT_SUCCESS);
@@ -2161,10 +2174,10 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	/* nobody polls A's request EVD meanwhile: every WR keeps its slot */
 	for (int i = 0; i < N_FULL_EPS; i++)
 		for (int k = 0; k < 16; k++) {
-			DAT_LMR_TRIPLET w = { .lmr_context = 1, .segment_length = 8,
-					      .virtual_address = (uintptr_t)bufs[0] };
+			DAT_LMR_TRIPLET w = { .lmr_context = lkey_of(e[i]), .segment_length = 8,
+					      .virtual_address = (uintptr_t)mem.send[0] };
 			DAT_RMR_TRIPLET t = { .rmr_context = rkey, .segment_length = 8,
-					      .virtual_address = (uintptr_t)mem };
+					      .virtual_address = (uintptr_t)dst };
 			DAT_DTO_COOKIE c = { .as_64 = (uint64_t)(i * 100 + k) };
 
 			CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e[i], 1, &w, c, &t,
@@ -2502,6 +2515,114 @@ static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
 	teardown(2);
 }
 
+/* What bad_segment posts wrong. */
+enum bad_seg { BAD_SEND_LKEY, BAD_SEND_PD, BAD_RECV_LKEY, BAD_WRITE_PD };
+
+#define NO_SUCH_LKEY 0xbad0000u
+
+/*
+ * M5: the model checks segments as the device does when it executes a WR.
+ * A send whose lkey names no MR, or an MR of another PD than its INI QP's
+ * (a second PZ of the same IA), fails before anything is sent with
+ * LOC_PROT_ERR (DAT_DTO_ERR_LOCAL_PROTECTION).  A receive whose lkey is
+ * bad fails at the responder with LOC_PROT_ERR, which NAKs the message: the
+ * sender gets REM_OP_ERR (DAT_DTO_ERR_REMOTE_RESPONDER).  An RDMA WRITE
+ * whose rkey opens an MR of another PD than the target SRQ's (an XRC
+ * responder checks rkeys against that PD) is the peer's access error.  In
+ * every case the sender's INI QP is in error: e1 and e2 break, f1 and f2
+ * are told, and nothing of the WR lands; then a new EP gets a new pair.
+ */
+static void bad_segment(enum bad_seg kind)
+{
+	static char other[MSG_LEN];
+	DAT_REGION_DESCRIPTION reg = { .for_va = other };
+	DAT_DTO_COMPLETION_STATUS want = DAT_DTO_ERR_LOCAL_PROTECTION;
+	DAT_DTO_COOKIE c = { .as_64 = 1 };
+	DAT_LMR_TRIPLET iov = { .segment_length = 8 };
+	DAT_RMR_TRIPLET t = { .segment_length = 8, .virtual_address = (uintptr_t)other };
+	DAT_PZ_HANDLE pz;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	DAT_RMR_CONTEXT rkey;
+	struct xm_proc *a, *b, *owner;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	memset(other, 0, sizeof(other));
+	memset(mem.recv[NBUF - 1], 0, MSG_LEN);
+	open_pair(&a, &e1, &b, &f1);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b);
+	pair(a, e1, b, f1, kind == BAD_RECV_LKEY ? 0 : 1);
+	pair(a, e2, b, f2, 1);
+	/* a registration in a second PZ: the sender's, or the target's for the write */
+	owner = kind == BAD_WRITE_PD ? b : a;
+	CU_ASSERT_EQUAL_FATAL(ofx_pz_create(&owner->ia, &pz), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&owner->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(other),
+					     pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey,
+					     &rkey, NULL, NULL),
+			      DAT_SUCCESS);
+	snprintf(mem.send[0], MSG_LEN, "payload");
+	iov.lmr_context = lkey_of(e1);
+	iov.virtual_address = (uintptr_t)mem.send[0];
+	switch (kind) {
+	case BAD_SEND_LKEY:
+		iov.lmr_context = NO_SUCH_LKEY;
+		break;
+	case BAD_SEND_PD:
+		iov.lmr_context = lkey;
+		iov.virtual_address = (uintptr_t)other;
+		break;
+	case BAD_RECV_LKEY: {
+		DAT_LMR_TRIPLET r = { .lmr_context = NO_SUCH_LKEY, .segment_length = MSG_LEN,
+				      .virtual_address = (uintptr_t)mem.recv[NBUF - 1] };
+		DAT_DTO_COOKIE rc = { .as_64 = 77 };
+
+		CU_ASSERT_EQUAL(ofx_ep_post_recv(f1, 1, &r, rc, DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+		want = DAT_DTO_ERR_REMOTE_RESPONDER;
+		break;
+	}
+	case BAD_WRITE_PD:
+		t.rmr_context = rkey;
+		want = DAT_DTO_ERR_REMOTE_ACCESS;
+		break;
+	}
+	if (kind == BAD_WRITE_PD) {
+		CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e1, 1, &iov, c, &t,
+						       DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	} else {
+		CU_ASSERT_EQUAL(ofx_ep_post_send(e1, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	}
+	xm_pump();
+	expect_dto(a->req_evd, e1, 1, want);
+	expect_empty(a->req_evd);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	if (kind == BAD_RECV_LKEY)
+		expect_dto(b->recv_evd, f1, 77, DAT_DTO_ERR_LOCAL_PROTECTION);
+	expect_empty(b->recv_evd);
+	/* nothing landed: not in the write's target, not in the bad receive */
+	CU_ASSERT_EQUAL(other[0], 0);
+	CU_ASSERT_EQUAL(mem.recv[NBUF - 1][0], 0);
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_pz_free(pz), DAT_SUCCESS);
+	pair_over_new_ini(a, b, 2);
+	teardown(2);
+}
+
+static void test_model_checks_lkeys_rkeys_and_their_pds(void)
+{
+	bad_segment(BAD_SEND_LKEY);
+	bad_segment(BAD_SEND_PD);
+	bad_segment(BAD_RECV_LKEY);
+	bad_segment(BAD_WRITE_PD);
+}
+
 CU_TestInfo ofx_test_xrc[] = {
 	{ "handshake exchanges private data and srq numbers",
 	  test_handshake_exchanges_private_data_and_srq_numbers },
@@ -2586,5 +2707,7 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_tgt_out_of_rtr_receives_nothing },
 	{ "tgt that cannot reach rtr refuses the ini request",
 	  test_tgt_that_cannot_reach_rtr_refuses_the_ini },
+	{ "model checks lkeys, rkeys and their pds as the device does",
+	  test_model_checks_lkeys_rkeys_and_their_pds },
 	CU_TEST_INFO_NULL,
 };

@@ -6,6 +6,7 @@
 #include "ep_cm.h"
 #include "ep_xrc.h"
 #include "ia.h"
+#include "lmr.h"
 #include "pdata.h"
 #include "sp.h"
 #include "verbs.h"
@@ -92,6 +93,7 @@ struct xm_send {
 	uint32_t rkey;
 	int nsge;			/* READ: where the bytes go */
 	struct ibv_sge sge[XM_MAX_SGE];
+	bool bad_lkey;			/* a local segment no MR of the QP's PD covers */
 	uint32_t len;
 	uint8_t data[4096];
 };
@@ -703,20 +705,50 @@ static void sq_retire(uint32_t qpn, uint64_t seq)
 	}
 }
 
-/* The bytes at [addr, addr + len) of an MR of `node` that `rkey` opens for `access`. */
-static void *rkey_find(int node, uint32_t rkey, uint64_t addr, uint32_t len, int access)
+static bool mr_covers(const struct fake_mr *m, uint64_t addr, uint32_t len, int access)
+{
+	return (m->access & access) == access && addr >= (uintptr_t)m->mr.addr &&
+	       addr + len <= (uintptr_t)m->mr.addr + m->mr.length;
+}
+
+/*
+ * The bytes at [addr, addr + len) of an MR that `rkey` opens for `access`
+ * in `pd`: an XRC responder checks rkeys against the PD of the SRQ the
+ * request names (a TGT QP has none).
+ */
+static void *rkey_find(struct ibv_pd *pd, uint32_t rkey, uint64_t addr, uint32_t len, int access)
 {
 	struct ofx_list *pos, *tmp;
 
 	xm_for_each(pos, tmp, FAKE_MR) {
 		const struct fake_mr *m = container_of(pos, struct fake_mr, obj.link);
 
-		if (m->mr.rkey == rkey && proc_of(m->mr.context)->node == node &&
-		    (m->access & access) == access && addr >= (uintptr_t)m->mr.addr &&
-		    addr + len <= (uintptr_t)m->mr.addr + m->mr.length)
+		if (m->mr.rkey == rkey && m->mr.pd == pd && mr_covers(m, addr, len, access))
 			return (void *)(uintptr_t)addr;
 	}
 	return NULL;
+}
+
+/*
+ * A local segment as the device checks it when it executes the WR: an MR
+ * of `pd` (the QP's, or the SRQ's for a receive) that its lkey names must
+ * cover it with `access` (IBV_ACCESS_LOCAL_WRITE where the device writes).
+ * mlx5 posts no data segment for a zero-length one: it is not checked.
+ */
+static bool lkey_ok(struct ibv_pd *pd, const struct ibv_sge *sge, int access)
+{
+	struct ofx_list *pos, *tmp;
+
+	if (!sge->length)
+		return true;
+	xm_for_each(pos, tmp, FAKE_MR) {
+		const struct fake_mr *m = container_of(pos, struct fake_mr, obj.link);
+
+		if (m->mr.lkey == sge->lkey && m->mr.pd == pd &&
+		    mr_covers(m, sge->addr, sge->length, access))
+			return true;
+	}
+	return false;
 }
 
 /* The INI QP fails: the WR gets `st`, everything held behind it is flushed. */
@@ -741,6 +773,28 @@ static struct xm_srq *srq_find(struct xm_tgt *t, uint32_t srqn)
 	return NULL;
 }
 
+/*
+ * Writes the message of `s` into receive `r` of `srq`, segment by segment
+ * as the device scatters it: a segment the SRQ's PD does not open for
+ * local write fails it (LOC_PROT_ERR), bytes beyond the last segment fail
+ * it (LOC_LEN_ERR).  What fit before the error is written, as on a device.
+ */
+static enum ibv_wc_status recv_scatter(struct xm_srq *srq, const struct xm_recv *r,
+				       const struct xm_send *s)
+{
+	uint32_t off = 0;
+
+	for (int i = 0; i < r->nsge && off < s->len; i++) {
+		uint32_t n = s->len - off < r->sge[i].length ? s->len - off : r->sge[i].length;
+
+		if (!lkey_ok(srq->fs.srq.pd, &r->sge[i], IBV_ACCESS_LOCAL_WRITE))
+			return IBV_WC_LOC_PROT_ERR;
+		memcpy((void *)(uintptr_t)r->sge[i].addr, s->data + off, n);
+		off += n;
+	}
+	return off < s->len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+}
+
 /* Tries to deliver the oldest held send of `q`; false if it must wait. */
 static bool deliver(struct xm_qp *q, struct xm_send *s)
 {
@@ -750,6 +804,11 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 	struct ibv_wc wc = { 0 };
 	uint32_t off = 0;
 
+	/* the requester's own segments fail before anything leaves (LOCAL_PROT_ERR) */
+	if (s->bad_lkey) {
+		ini_error(q, s->wr_id, IBV_WC_LOC_PROT_ERR);
+		return false;
+	}
 	/*
 	 * A responder QP that is gone, or not in RTR or RTS (RESET, INIT,
 	 * ERROR), silently discards what reaches it (IB 10.3.1): the
@@ -770,7 +829,7 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 		uint8_t *mem = NULL;
 
 		if (s->len) {
-			mem = rkey_find(t->node, s->rkey, s->raddr, s->len,
+			mem = rkey_find(srq->fs.srq.pd, s->rkey, s->raddr, s->len,
 					rd ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE);
 			if (!mem) {
 				ini_error(q, s->wr_id, IBV_WC_REM_ACCESS_ERR);
@@ -800,30 +859,25 @@ static bool deliver(struct xm_qp *q, struct xm_send *s)
 	r = &srq->q[srq->head];
 	srq->head = (srq->head + 1) % XM_CQ_DEPTH;
 	srq->n--;
-	for (int i = 0; i < r->nsge && off < s->len; i++) {
-		uint32_t n = s->len - off < r->sge[i].length ? s->len - off : r->sge[i].length;
-
-		memcpy((void *)(uintptr_t)r->sge[i].addr, s->data + off, n);
-		off += n;
-	}
 	wc.wr_id = r->wr_id;
-	wc.status = off < s->len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+	wc.status = recv_scatter(srq, r, s);
 	wc.opcode = IBV_WC_RECV;
 	wc.byte_len = s->len;
 	wc.qp_num = t->qpn;
 	wc.src_qp = q->fq.qp.qp_num;
 	fake_cq_push_cqe(srq->cq, &(struct fake_cqe){ .wc = wc, .srqn = srq->srqn });
-	if (off < s->len) {
+	if (wc.status != IBV_WC_SUCCESS) {
 		/*
-		 * The message does not fit the receive (IB 9.9.3, a responder
-		 * length error): the receive completes with a local length
-		 * error (mlx5's LOCAL_LENGTH_ERR syndrome), the responder NAKs
-		 * it as an invalid request, and the requester's WR fails with
-		 * REM_INV_REQ_ERR: the INI QP is in error, every later WR of it
-		 * flushed.  The responder, the TGT, goes to error too.
+		 * The responder failed the receive (mlx5's LOCAL_LENGTH_ERR or
+		 * LOCAL_PROT_ERR syndrome) and NAKs the message: an invalid
+		 * request when it does not fit (IB 9.9.3, a length error), a
+		 * remote operational error when its own segment is bad.  The
+		 * requester's WR fails with that, its INI QP is in error and
+		 * every later WR of it flushed; the TGT goes to error too.
 		 */
 		t->state = IBV_QPS_ERR;
-		ini_error(q, s->wr_id, IBV_WC_REM_INV_REQ_ERR);
+		ini_error(q, s->wr_id, wc.status == IBV_WC_LOC_LEN_ERR ? IBV_WC_REM_INV_REQ_ERR :
+									  IBV_WC_REM_OP_ERR);
 		return false;
 	}
 	send_wc(q, s, IBV_WC_SUCCESS);
@@ -849,6 +903,19 @@ static void progress_pending(void)
 		if (q->fq.qp.qp_type == IBV_QPT_XRC_SEND && q->npend)
 			progress_qp(q);
 	}
+}
+
+/* A WR's local segments (none for inline data: the device copied it at post). */
+static bool sges_ok(struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+	int access = wr->opcode == IBV_WR_RDMA_READ ? IBV_ACCESS_LOCAL_WRITE : 0;
+
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return true;
+	for (int i = 0; i < wr->num_sge; i++)
+		if (!lkey_ok(qp->pd, &wr->sg_list[i], access))
+			return false;
+	return true;
 }
 
 static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
@@ -890,6 +957,7 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 		s->nsge = wr->num_sge;
 		if (wr->num_sge)
 			memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
+		s->bad_lkey = !sges_ok(qp, wr);
 		CU_ASSERT(wr->qp_type.xrc.remote_srqn != 0);
 		s->len = 0;
 		for (int i = 0; i < wr->num_sge; i++) {
@@ -1591,6 +1659,8 @@ void xm_proc_close(struct xm_proc *p)
 		if (obj->type == OFX_OBJ_EP)
 			ofx_ep_destroy(container_of(obj, struct ofx_ep, obj));
 	}
+	for (int i = 0; i < p->nlmrs; i++)
+		CU_ASSERT_EQUAL(ofx_lmr_free(p->lmrs[i].lmr), DAT_SUCCESS);
 	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
 		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
 
@@ -1631,6 +1701,41 @@ void xm_proc_kill(struct xm_proc *p)
 	p->dead = true;
 	fake_close_context(&p->ctx);
 	progress_pending();
+}
+
+static struct xm_lmr *lmr_of(struct xm_proc *p, const void *addr, size_t len)
+{
+	DAT_REGION_DESCRIPTION reg = { .for_va = (DAT_PVOID)addr };
+	struct xm_lmr *l;
+
+	for (int i = 0; i < p->nlmrs; i++)
+		if (p->lmrs[i].addr == addr && p->lmrs[i].len == len)
+			return &p->lmrs[i];
+	CU_ASSERT_FATAL(p->nlmrs < XM_MAX_LMRS);
+	l = &p->lmrs[p->nlmrs];
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&p->ia, DAT_MEM_TYPE_VIRTUAL, reg, len, &p->pz,
+					     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &l->lmr,
+					     &l->lkey, &l->rkey, NULL, NULL),
+			      DAT_SUCCESS);
+	l->addr = addr;
+	l->len = len;
+	p->nlmrs++;
+	return l;
+}
+
+DAT_LMR_CONTEXT xm_lkey(struct xm_proc *p, const void *addr, size_t len)
+{
+	return lmr_of(p, addr, len)->lkey;
+}
+
+DAT_RMR_CONTEXT xm_rkey(struct xm_proc *p, const void *addr, size_t len)
+{
+	return lmr_of(p, addr, len)->rkey;
+}
+
+struct xm_proc *xm_proc_of(const struct ofx_ep *ep)
+{
+	return proc_of_ia(ep->obj.ia);
 }
 
 struct ofx_ep *xm_ep_new(struct xm_proc *p)

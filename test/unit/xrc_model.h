@@ -26,7 +26,11 @@
  * one of that INI QP (RNR retry 7) unless xm_rnr_limited; a missing TGT or
  * SRQ, or a limited RNR, moves the INI QP to error, and so does a message
  * longer than its receive (the receive completes with LOC_LEN_ERR, the
- * send with REM_INV_REQ_ERR).  As on mlx5,
+ * send with REM_INV_REQ_ERR).  Segments are checked as the device checks
+ * them when it executes a WR: a local one against the MRs of the QP's PD
+ * (a receive's: the SRQ's), failing with LOC_PROT_ERR (at a receiver: the
+ * sender gets REM_OP_ERR); an rkey against the MRs of the target SRQ's PD
+ * (REM_ACCESS_ERR).  As on mlx5,
  * destroying a QP removes its CQEs from its CQs; destroying an XRC SRQ
  * leaves its CQEs, and a poll that meets one fails (-2) and loses the
  * completions it took before it.  Control messages of xrc.c go through a
@@ -34,6 +38,7 @@
  */
 
 #define XM_MAX_PROCS 16
+#define XM_MAX_LMRS 4
 
 /*
  * A device profile: the caps ia->dev_attr reports and the rules create_qp
@@ -64,6 +69,15 @@ struct xm_proc {
 	struct ofx_pz pz;		/* on a PD of the fake */
 	struct ofx_evd *recv_evd, *req_evd, *conn_evd;
 	struct ofx_evd *cr_evd;		/* a PSP's (xm_use_cm) */
+	/* xm_lkey's registrations, freed at close as dat_ia_close frees an LMR left */
+	struct xm_lmr {
+		const void *addr;
+		size_t len;
+		DAT_LMR_HANDLE lmr;
+		DAT_LMR_CONTEXT lkey;
+		DAT_RMR_CONTEXT rkey;
+	} lmrs[XM_MAX_LMRS];
+	int nlmrs;
 };
 
 extern bool xm_rnr_limited;	/* RNR beyond the retry count breaks the INI QP */
@@ -91,6 +105,16 @@ void xm_proc_close(struct xm_proc *p);
 void xm_proc_kill(struct xm_proc *p);
 
 struct ofx_ep *xm_ep_new(struct xm_proc *p);
+/*
+ * The lkey (and with xm_rkey the rkey) of an LMR of `p`'s PZ over [addr,
+ * addr + len) with every privilege, registered on first use: the model
+ * checks every segment a WR names against the MRs of its QP's or SRQ's PD,
+ * as the device does (a bad one fails the WR with LOC_PROT_ERR).
+ */
+DAT_LMR_CONTEXT xm_lkey(struct xm_proc *p, const void *addr, size_t len);
+DAT_RMR_CONTEXT xm_rkey(struct xm_proc *p, const void *addr, size_t len);
+/* The process an EP belongs to. */
+struct xm_proc *xm_proc_of(const struct ofx_ep *ep);
 /* Drives the whole handshake (offer, REJ accept, control messages). */
 void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct ofx_ep *eb,
 		const void *pdata, int pdata_len, const void *acc, int acc_len);
