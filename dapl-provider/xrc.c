@@ -1576,12 +1576,17 @@ void ofx_xrc_conn_disconnect(struct ofx_xrc_conn *xe)
 
 /* ---- control message handling ------------------------------------------ */
 
-/* Moves a new TGT QP to RTR towards INI QP `ini_qpn` (the model carrier). */
+/*
+ * Moves a new TGT QP to RTR towards INI QP `ini_qpn` (the model carrier),
+ * with the access a CM connection gives a responder with read resources
+ * (the kernel's cm_init_qp_init_attr): writes, reads and atomics.
+ */
 static int tgt_qp_ready(struct ofx_ia *ia, struct ibv_qp *qp, uint32_t ini_qpn)
 {
 	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
 				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ };
+						    IBV_ACCESS_REMOTE_READ |
+						    IBV_ACCESS_REMOTE_ATOMIC };
 	int ret;
 
 	ret = ofx_verbs->modify_qp(qp, &a, XRC_INIT_MASK);

@@ -3,6 +3,7 @@
 
 #include "cm.h"
 #include "ep_cm.h"
+#include "ext.h"
 #include "ep_xrc.h"
 #include "cr.h"
 #include "ep.h"
@@ -18,12 +19,14 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/stat.h>
+#include <dat2/dat_ib_extensions.h>
 
 /*
  * XRC-backed EPs against the XRC model (xrc_model.h): several nodes, several
@@ -2515,6 +2518,177 @@ static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
 	teardown(2);
 }
 
+/*
+ * The IB extension calls as a consumer writes them: the dat_ib_* macros'
+ * dat_extension_op goes to ofx_ext_op() through a varargs shim (as in
+ * test_ext.c), so every argument arrives with its consumer's type.
+ */
+static DAT_RETURN ext_call(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
+{
+	DAT_RETURN status;
+	va_list args;
+
+	va_start(args, op);
+	status = ofx_ext_op(handle, op, args);
+	va_end(args);
+	return status;
+}
+
+#define dat_extension_op ext_call
+
+static const DAT_IB_EXTENSION_EVENT_DATA *ext_of(const DAT_EVENT *ev)
+{
+	return (const DAT_IB_EXTENSION_EVENT_DATA *)ev->event_extension_data;
+}
+
+/* The next event of `evd`: a successful IB extension DTO of `ep`, `cookie`, of `type`. */
+#define expect_ext_dto(evd, ep, cookie, type, ev_p) \
+	expect_ext_dto_at(evd, ep, cookie, type, ev_p, __LINE__)
+static void expect_ext_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
+			      DAT_IB_EXT_TYPE type, DAT_EVENT *ev, int line)
+{
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
+
+	if (ofx_evd_dequeue(evd, ev) != DAT_SUCCESS) {
+		fprintf(stderr, "no dto event at line %d\n", line);
+		CU_FAIL_FATAL("no dto event");
+	}
+	if (ev->event_number != (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT || ext_of(ev)->type != type)
+		fprintf(stderr, "event 0x%x type %d, expected %d at line %d\n", ev->event_number,
+			ext_of(ev)->type, type, line);
+	CU_ASSERT_EQUAL(ev->event_number, (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT);
+	CU_ASSERT_EQUAL(ext_of(ev)->type, type);
+	CU_ASSERT_EQUAL(ext_of(ev)->status, DAT_OP_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
+	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
+	CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
+}
+
+/* A send with invalidate of `rkey` from `ep`: `text` from a registered buffer. */
+static DAT_RETURN send_inv(struct ofx_ep *ep, const char *text, uint64_t cookie, uint32_t rkey)
+{
+	char *buf = mem.send[nsend++ % NBUF];
+	DAT_LMR_TRIPLET iov = { .lmr_context = lkey_of(ep), .virtual_address = (uintptr_t)buf,
+				.segment_length = (DAT_VLEN)strlen(text) + 1 };
+	DAT_DTO_COOKIE c = { .as_64 = cookie };
+
+	snprintf(buf, MSG_LEN, "%s", text);
+	return ofx_ep_post_send_with_invalidate(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG,
+						DAT_TRUE, rkey);
+}
+
+/*
+ * M4, over one XRC connection.  A compare-and-swap and a fetch-and-add
+ * change B's words, give A the old values (8 bytes each) and take none of
+ * B's receives; an RDMA WRITE with immediate writes B's memory and takes
+ * B's next receive (2000), which completes as DAT_IB_RDMA_WRITE_IMMED_DATA
+ * with the immediate and the bytes written, its buffer untouched; a send
+ * with invalidate takes the receive after that (2001) and names the window
+ * of B's it invalidated (rmr_context); the same rkey again is an invalid
+ * request that breaks the connection.  `cm`: over the rdma_cm carrier,
+ * whose TGT gets its access flags from rdma_init_qp_attr().
+ */
+static void extended_ops(bool cm)
+{
+	static struct {
+		uint64_t word[2];
+		char dst[16];
+	} target;
+	static uint64_t result[2];
+	DAT_LMR_TRIPLET l = { .segment_length = 8 }, w = { .segment_length = 8 };
+	DAT_RMR_TRIPLET r = { .segment_length = 8 };
+	DAT_DTO_COOKIE c;
+	DAT_EVENT ev;
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	struct ibv_mw *mw;
+
+	setup(2);
+	xm_use_cm = cm;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	a->ia.dev_attr.device_cap_flags |= IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	ea = ep_with_iov(a, 1);
+	eb = ep_with_iov(b, 1);
+	pair(a, ea, b, eb, 2);
+	memset(&target, 0, sizeof(target));
+	memset(result, 0, sizeof(result));
+	target.word[0] = 5;
+	target.word[1] = 100;
+	r.rmr_context = xm_rkey(b, &target, sizeof(target));
+	l.lmr_context = xm_lkey(a, result, sizeof(result));
+
+	l.virtual_address = (uintptr_t)&result[0];
+	r.virtual_address = (uintptr_t)&target.word[0];
+	c.as_64 = 1;
+	CU_ASSERT_EQUAL(dat_ib_post_cmp_and_swap(ea, 5, 7, &l, c, &r,
+						 DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	l.virtual_address = (uintptr_t)&result[1];
+	r.virtual_address = (uintptr_t)&target.word[1];
+	c.as_64 = 2;
+	CU_ASSERT_EQUAL(dat_ib_post_fetch_and_add(ea, 23, &l, c, &r, DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	expect_ext_dto(a->req_evd, ea, 1, DAT_IB_CMP_AND_SWAP, &ev);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 8);
+	expect_ext_dto(a->req_evd, ea, 2, DAT_IB_FETCH_AND_ADD, &ev);
+	CU_ASSERT_EQUAL(result[0], 5);
+	CU_ASSERT_EQUAL(target.word[0], 7);
+	CU_ASSERT_EQUAL(result[1], 100);
+	CU_ASSERT_EQUAL(target.word[1], 123);
+	expect_empty(b->recv_evd);
+
+	snprintf(mem.send[0], MSG_LEN, "written");
+	w.lmr_context = lkey_of(ea);
+	w.virtual_address = (uintptr_t)mem.send[0];
+	r.virtual_address = (uintptr_t)target.dst;
+	c.as_64 = 3;
+	CU_ASSERT_EQUAL(dat_ib_post_rdma_write_immed(ea, 1, &w, c, &r, 0xfeedbeef,
+						     DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	expect_ext_dto(a->req_evd, ea, 3, DAT_IB_RDMA_WRITE_IMMED, &ev);
+	expect_ext_dto(b->recv_evd, eb, 2000, DAT_IB_RDMA_WRITE_IMMED_DATA, &ev);
+	CU_ASSERT_EQUAL(ext_of(&ev)->val.immed.data, 0xfeedbeef);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 8);
+	CU_ASSERT_STRING_EQUAL(target.dst, "written");
+	CU_ASSERT_STRING_EQUAL(buf_of(eb, 2000), "");
+
+	mw = ofx_verbs->alloc_mw(b->pz.pd, IBV_MW_TYPE_2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mw);
+	CU_ASSERT_EQUAL(send_inv(ea, "invalidate", 4, mw->rkey), DAT_SUCCESS);
+	xm_pump();
+	expect_dto(a->req_evd, ea, 4, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->recv_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2001);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.rmr_context, mw->rkey);
+	CU_ASSERT_STRING_EQUAL(buf_of(eb, 2001), "invalidate");
+
+	/* the window is invalid now: invalidating it again is refused by B's device */
+	post_recv(eb, 2002);
+	CU_ASSERT_EQUAL(send_inv(ea, "again", 5, mw->rkey), DAT_SUCCESS);
+	xm_pump();
+	expect_dto(a->req_evd, ea, 5, DAT_DTO_ERR_REMOTE_RESPONDER);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(b->recv_evd);
+	CU_ASSERT_EQUAL(ofx_verbs->dealloc_mw(mw), 0);
+	teardown(2);
+}
+
+static void test_write_imm_atomics_and_send_with_invalidate(void)
+{
+	extended_ops(false);
+}
+
+static void test_rdma_cm_carrier_write_imm_atomics_and_send_with_invalidate(void)
+{
+	extended_ops(true);
+}
+
 /* What bad_segment posts wrong. */
 enum bad_seg { BAD_SEND_LKEY, BAD_SEND_PD, BAD_RECV_LKEY, BAD_WRITE_PD };
 
@@ -2709,5 +2883,9 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_tgt_that_cannot_reach_rtr_refuses_the_ini },
 	{ "model checks lkeys, rkeys and their pds as the device does",
 	  test_model_checks_lkeys_rkeys_and_their_pds },
+	{ "write with immediate, atomics and send with invalidate over xrc",
+	  test_write_imm_atomics_and_send_with_invalidate },
+	{ "rdma_cm carrier: write with immediate, atomics and send with invalidate",
+	  test_rdma_cm_carrier_write_imm_atomics_and_send_with_invalidate },
 	CU_TEST_INFO_NULL,
 };

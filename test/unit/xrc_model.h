@@ -30,7 +30,14 @@
  * them when it executes a WR: a local one against the MRs of the QP's PD
  * (a receive's: the SRQ's), failing with LOC_PROT_ERR (at a receiver: the
  * sender gets REM_OP_ERR); an rkey against the MRs of the target SRQ's PD
- * (REM_ACCESS_ERR).  As on mlx5,
+ * (REM_ACCESS_ERR).  SEND, SEND_WITH_IMM, SEND_WITH_INV and
+ * RDMA_WRITE_WITH_IMM take a receive (the last writes the remote address
+ * and completes it as RECV_RDMA_WITH_IMM with the immediate; a send with
+ * invalidate invalidates the type 2 window its rkey names, WITH_INV);
+ * RDMA WRITE and READ and the atomics take none (an atomic returns the old
+ * 8-byte word).  The TGT's access flags must allow the request (else an
+ * invalid request), as the rdma_cm attributes give them (reads and atomics
+ * only with responder resources).  As on mlx5,
  * destroying a QP removes its CQEs from its CQs; destroying an XRC SRQ
  * leaves its CQEs, and a poll that meets one fails (-2) and loses the
  * completions it took before it.  Control messages of xrc.c go through a
@@ -107,7 +114,7 @@ void xm_proc_kill(struct xm_proc *p);
 struct ofx_ep *xm_ep_new(struct xm_proc *p);
 /*
  * The lkey (and with xm_rkey the rkey) of an LMR of `p`'s PZ over [addr,
- * addr + len) with every privilege, registered on first use: the model
+ * addr + len) with every privilege (remote atomics too), registered on first use: the model
  * checks every segment a WR names against the MRs of its QP's or SRQ's PD,
  * as the device does (a bad one fails the WR with LOC_PROT_ERR).
  */
