@@ -32,7 +32,12 @@
 #define XRC_CTL_MAGIC 0x4F58u
 #define XRC_VERSION 1
 
-enum xrc_verdict { XRC_V_NONE = 0, XRC_V_OK = 1, XRC_V_REFUSED = 2 };
+/*
+ * REFUSED condemns the TGT the request named (its sender's INI QP goes
+ * DEAD); FAILED ends the connection alone: the receiver cannot go on for
+ * a reason of its own (no INI QP of its own for the way back).
+ */
+enum xrc_verdict { XRC_V_NONE = 0, XRC_V_OK = 1, XRC_V_REFUSED = 2, XRC_V_FAILED = 3 };
 /* DISC aux: the sender's connection broke, its SRQ is gone (no fence to it) */
 #define XRC_DISC_BROKEN 1u
 enum xrc_status { XRC_S_OK = 0, XRC_S_UNKNOWN = 1 };
@@ -1711,11 +1716,14 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const str
 	xe->peer_port = c->port;
 	xe->state = XC_P_INI_WAIT;
 	ret = ini_get(ia, xe);
-	/* no INI QP for the way back: A must not wait for our BIND */
-	if (ret)
-		a->verdict = XRC_V_REFUSED;
 	if (!ret && xe->ini->state == INI_READY)
 		ret = conn_ini_ready(ia, xe);
+	/*
+	 * No INI QP (or BIND) for the way back: A must not wait for our BIND,
+	 * but its TGT is fine: its INI QP, shared with its other EPs, lives on.
+	 */
+	if (ret)
+		a->verdict = XRC_V_FAILED;
 	pthread_mutex_unlock(&x->lock);
 	if (ret)
 		conn_fail(xe);

@@ -107,9 +107,11 @@ struct ofx_evd;
  *    srqn) and learns A's srqn from srqn_from.  P verifies T_A
  *    (ibv_open_qp() in its own domain, unless it holds
  *    a handle to that TGT already) and answers CONFIRM-ACK with its
- *    verdict (OK, or REFUSED: P's EP then fails), or status UNKNOWN if it
- *    has no EP waiting for that srqn pair.  A fails its EP on anything but
- *    OK.  A connection that fails before it is established reports
+ *    verdict (OK; REFUSED: T_A is not in P's domain; FAILED: T_A is fine
+ *    but P cannot go on, having no INI QP of its own to A; P's EP fails on
+ *    either), or status UNKNOWN if it has no EP waiting for that srqn pair.
+ *    A fails its EP on anything but OK; only REFUSED also condemns its INI
+ *    QP (section 7).  A connection that fails before it is established reports
  *    NON_PEER_REJECTED on A and ACCEPT_COMPLETION_ERROR on P.
  *
  * 4. BIND.  After an OK CONFIRM, P gets an INI QP for A's key in the same
@@ -185,7 +187,9 @@ struct ofx_evd;
  *       20  u32 tgt          CONFIRM: T_A; BIND: T_P; INI-ACK: T; else 0
  *       24  u16 port         the sender's service port
  *       26  u8  verdict      answers: 0 none, 1 OK, 2 REFUSED (on the
- *                            request's TGT, or INI: no TGT in RTR was made)
+ *                            request's TGT, or INI: no TGT in RTR was made),
+ *                            3 FAILED (CONFIRM: the TGT is fine, the
+ *                            receiver cannot go on)
  *       27  u8  status       answers: 0 OK, 1 UNKNOWN (no such EP)
  *       28  u32 aux          INI: the tag expected at the receiver;
  *                            DISC: 1 if the sender's connection broke

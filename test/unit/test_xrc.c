@@ -2519,6 +2519,50 @@ static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
 }
 
 /*
+ * D1(b): P cannot make its own INI QP back to A (here: P's EP asks for 20
+ * request SGEs, more than an mlx5 XRC WQE holds).  Its CONFIRM-ACK must
+ * fail the connection without saying that A's TGT was refused: A's INI QP
+ * to P's node, which e1 shares, is healthy and stays READY for the next EP
+ * (ini_created stays 1), and e1 keeps working.
+ */
+static void test_peer_without_its_own_ini_qp_leaves_ours_alive(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	xm_device = &xm_dev_mlx5;
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	xm_device = &xm_dev_toy;
+	e1 = xm_ep_new(a);
+	f1 = xm_ep_new(b);
+	pair(a, e1, b, f1, 2);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+
+	e2 = xm_ep_new(a);
+	f2 = ep_with_iov(b, 20);
+	post_recv(f2, 1);
+	xm_connect(a, e2, b, f2, NULL, 0, NULL, 0);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(stats(b).refused, 0);
+	expect_empty(a->conn_evd);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e1, "still up", 1), DAT_SUCCESS);
+	expect_recv(b, f1, 2000, "still up");
+
+	e3 = xm_ep_new(a);
+	f3 = xm_ep_new(b);
+	pair(a, e3, b, f3, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	CU_ASSERT_EQUAL(send_msg(e3, "same ini qp", 2), DAT_SUCCESS);
+	expect_recv(b, f3, 2000, "same ini qp");
+	teardown(2);
+}
+
+/*
  * The IB extension calls as a consumer writes them: the dat_ib_* macros'
  * dat_extension_op goes to ofx_ext_op() through a varargs shim (as in
  * test_ext.c), so every argument arrives with its consumer's type.
@@ -2883,6 +2927,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_tgt_that_cannot_reach_rtr_refuses_the_ini },
 	{ "model checks lkeys, rkeys and their pds as the device does",
 	  test_model_checks_lkeys_rkeys_and_their_pds },
+	{ "peer without its own ini qp leaves ours alive (ini_created stays 1)",
+	  test_peer_without_its_own_ini_qp_leaves_ours_alive },
 	{ "write with immediate, atomics and send with invalidate over xrc",
 	  test_write_imm_atomics_and_send_with_invalidate },
 	{ "rdma_cm carrier: write with immediate, atomics and send with invalidate",
