@@ -38,8 +38,12 @@
  * a reason of its own (no INI QP of its own for the way back).
  */
 enum xrc_verdict { XRC_V_NONE = 0, XRC_V_OK = 1, XRC_V_REFUSED = 2, XRC_V_FAILED = 3 };
-/* DISC aux: the sender's connection broke, its SRQ is gone (no fence to it) */
-#define XRC_DISC_BROKEN 1u
+/*
+ * DISC aux: the sender's SRQ is gone, or goes without waiting for the
+ * peer's DISC (its connection broke, or its owner is going with nothing to
+ * deliver that DISC meanwhile): no fence to it, no DISC awaited.
+ */
+#define XRC_DISC_NO_FENCE 1u
 enum xrc_status { XRC_S_OK = 0, XRC_S_UNKNOWN = 1 };
 
 /* Connection states of an XRC EP (xe->state); see the wire spec in xrc.h. */
@@ -170,6 +174,13 @@ struct ofx_xrc_conn {
 	bool bound;			/* active: BIND arrived and verified */
 	bool peer_disc;			/* the peer's DISC arrived (or it is gone) */
 	bool peer_gone;			/* the peer cannot be told any more */
+	/*
+	 * The owner is going and nothing can deliver the peer's DISC while
+	 * it waits (no progress thread): its SRQ goes right after our DISC,
+	 * which tells the peer not to fence to it (XRC_DISC_NO_FENCE).
+	 */
+	bool no_wait;
+	bool fence_abandoned;		/* teardown gave up on the fence: it may still complete */
 	bool fence_done;
 	bool event_posted;		/* DISCONNECTED or BROKEN reported */
 	/*
@@ -562,12 +573,6 @@ static void xrc_reap(struct ofx_ia *ia, bool wait)
 		ini_free(x, ini);
 	}
 	pthread_mutex_unlock(&x->reap_lock);
-}
-
-void ofx_xrc_ia_quiesce(struct ofx_ia *ia)
-{
-	/* EPs are torn down one by one by ia_close (ofx_xrc_conn_close). */
-	(void)ia;
 }
 
 void ofx_xrc_ia_close(struct ofx_ia *ia)
@@ -1269,7 +1274,7 @@ static void conn_fail(struct ofx_xrc_conn *xe)
 }
 
 /*
- * Owner lock held.  Sends the connection's DISC (`aux`: XRC_DISC_BROKEN or
+ * Owner lock held.  Sends the connection's DISC (`aux`: XRC_DISC_NO_FENCE or
  * 0) unless the peer is gone or was never known; 0 or a negative errno.
  */
 static int disc_send(struct ofx_xrc_conn *xe, uint32_t aux)
@@ -1366,11 +1371,16 @@ static void conn_stop_sending(struct ofx_xrc_conn *xe)
 			       xe);
 }
 
-/* Owner lock held.  After the fence: DISC, and the end once the peer's came. */
+/*
+ * Owner lock held.  After the fence: DISC, and the end once the peer's
+ * came.  A peer told not to fence sends none back: the teardown that
+ * told it does not wait (conn_wait), and releases the connection itself
+ * once its owner's completions are no longer reported.
+ */
 static void conn_after_fence(struct ofx_xrc_conn *xe)
 {
 	xe->state = XC_DISC_SENT;
-	if (!xe->peer_gone && disc_send(xe, 0))
+	if (!xe->peer_gone && disc_send(xe, xe->no_wait ? XRC_DISC_NO_FENCE : 0))
 		xe->peer_gone = true; /* no way to reach the peer */
 	if (xe->peer_disc || xe->peer_gone) {
 		conn_release(xe);
@@ -1752,11 +1762,13 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const struct
 }
 
 /*
- * Owner lock held: the DISC of a peer whose connection broke.  Its SRQ is
- * gone, so no fence goes to it (a send naming a destroyed SRQ would move
- * our INI QP, and every EP on it, to error) and no DISC is awaited.
+ * Owner lock held: the DISC of a peer whose SRQ is gone or going without
+ * waiting for ours (its connection broke; its owner is going and nothing
+ * delivers our DISC to it meanwhile).  No fence goes to that SRQ (a send
+ * naming a destroyed SRQ would move our INI QP, and every EP on it, to
+ * error) and no DISC is awaited.
  */
-static void ctl_on_broken_disc(struct ofx_xrc_conn *xe)
+static void ctl_on_disc_no_fence(struct ofx_xrc_conn *xe)
 {
 	xe->peer_disc = xe->peer_gone = true;
 	switch (xe->state) {
@@ -1843,8 +1855,8 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 		ctl_on_bind(ia, xe, &c, &a);
 		break;
 	case OFX_XRC_OP_DISC:
-		if (c.aux & XRC_DISC_BROKEN)
-			ctl_on_broken_disc(xe);
+		if (c.aux & XRC_DISC_NO_FENCE)
+			ctl_on_disc_no_fence(xe);
 		else
 			ctl_on_disc(xe);
 		break;
@@ -2024,10 +2036,9 @@ static bool conn_changed(void *arg)
  * after it stopped, unit models) the request EVD's completion channel is
  * what wakes it.
  */
-static bool conn_wait(struct ofx_xrc_conn *xe, bool peer)
+static bool conn_wait(struct ofx_xrc_conn *xe, bool peer, uint64_t deadline)
 {
 	struct ofx_ia *ia = xe->ia;
-	uint64_t deadline = ofx_now_ns() + ia->cfg.cm_timeout_ms * 1000000ull;
 	struct conn_wait_arg w = { .xe = xe };
 
 	for (;;) {
@@ -2055,33 +2066,119 @@ static bool conn_wait(struct ofx_xrc_conn *xe, bool peer)
 	}
 }
 
+/* When a teardown or quiesce starting now stops waiting. */
+static uint64_t conn_deadline(const struct ofx_ia *ia)
+{
+	return ofx_now_ns() + ia->cfg.cm_timeout_ms * 1000000ull;
+}
+
 void ofx_xrc_conn_quiesce(struct ofx_xrc_conn *xe)
 {
-	conn_wait(xe, false);
+	conn_wait(xe, false, conn_deadline(xe->ia));
 	conn_reap(xe, true);
 }
 
-bool ofx_xrc_conn_close(struct ofx_xrc_conn *xe)
+/*
+ * Owner lock not held.  The first half of a teardown: the fence and DISC
+ * of a connected connection, the DISC of a pending one.
+ */
+static void conn_close_begin(struct ofx_xrc_conn *xe)
 {
-	bool clean;
-
 	conn_lock(xe);
 	xe->event_posted = true; /* the owner is going: no more events */
+	xe->no_wait = !xe->ia->progress;
 	if (xe->state == XC_CONNECTED)
 		conn_fence_and_disc(xe);
 	else if (conn_pending(xe))
 		conn_abort(xe);
 	conn_unlock(xe);
-	clean = conn_wait(xe, true);
+}
+
+/*
+ * Owner lock not held.  The second half: waits for the fence and the
+ * peer's DISC until `deadline`, then releases what is left.  False if the
+ * fence was given up on, now or by an earlier teardown (ia_close's).
+ */
+static bool conn_close_end(struct ofx_xrc_conn *xe, uint64_t deadline)
+{
+	bool clean = conn_wait(xe, true, deadline);
+
 	conn_lock(xe);
+	if (!clean)
+		xe->fence_abandoned = true;
 	if (xe->state != XC_CLOSED && xe->state != XC_IDLE && xe->state != XC_RC &&
 	    xe->state != XC_OFFERED) {
 		conn_release(xe);
 	} else if (xe->srq) {
 		xrc_srq_close(xe);
 	}
+	clean = !xe->fence_abandoned;
 	conn_unlock(xe);
 	return clean;
+}
+
+bool ofx_xrc_conn_close(struct ofx_xrc_conn *xe)
+{
+	conn_close_begin(xe);
+	return conn_close_end(xe, conn_deadline(xe->ia));
+}
+
+/* xrc->lock held.  The connections that exist, each with a busy count; NULL without memory. */
+static struct ofx_xrc_conn **conns_hold(struct ofx_xrc_ia *x, int *n_p)
+{
+	struct ofx_xrc_conn **conns;
+	struct ofx_list *pos, *tmp;
+	int n = 0;
+
+	ofx_list_for_each_safe(pos, tmp, &x->eps)
+		n++;
+	*n_p = 0;
+	conns = calloc(n ? n : 1, sizeof(*conns));
+	if (!conns)
+		return NULL;
+	ofx_list_for_each_safe(pos, tmp, &x->eps) {
+		struct ofx_xrc_conn *xe = container_of(pos, struct ofx_xrc_conn, link);
+
+		atomic_fetch_add(&xe->busy, 1);
+		conns[(*n_p)++] = xe;
+	}
+	return conns;
+}
+
+/*
+ * ia_close, before the progress thread stops: every connection ends as
+ * ep_free would end it, all fenced and told at once and then awaited
+ * together (one cm_timeout_ms), while the progress thread still delivers
+ * the peers' DISCs.  Torn down after the thread stopped, an EP could not
+ * wait for its peer's DISC: its SRQ would go while the peer may still
+ * send or fence to it, which kills the peer's INI QP and every EP on it.
+ */
+void ofx_xrc_ia_quiesce(struct ofx_ia *ia)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_conn **conns;
+	uint64_t deadline;
+	int n;
+
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->lock);
+	conns = conns_hold(x, &n);
+	pthread_mutex_unlock(&x->lock);
+	if (!conns) {
+		/* each EP's teardown ends its connection, telling its peer not to fence */
+		ofx_warn("xrc: no memory to end the connections before the progress thread stops");
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		conn_close_begin(conns[i]);
+	deadline = conn_deadline(ia);
+	/* what they leave is reaped by each EP's teardown, its completions no longer reported */
+	for (int i = 0; i < n; i++) {
+		conn_close_end(conns[i], deadline);
+		ofx_waiter_count_put(&conns[i]->quiet, &conns[i]->busy);
+	}
+	free(conns);
 }
 
 bool ofx_xrc_conn_forget(struct ofx_xrc_conn *xe)
@@ -2122,6 +2219,7 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *xe)
 		return -EBUSY;
 	xe->state = XC_IDLE;
 	xe->ack_ok = xe->bound = xe->peer_disc = xe->peer_gone = xe->fence_done = false;
+	xe->no_wait = false;
 	xe->event_posted = false;
 	xe->peer_srqn = xe->peer_tag = 0;
 	xe->peer_srqn_known = false;
@@ -2231,7 +2329,7 @@ static void eps_break(struct ofx_xrc_conn **eps, int n, bool async)
 			 * to our SRQ; we do not wait for it (nothing can be
 			 * ordered behind a dead INI QP).
 			 */
-			disc_send(o, XRC_DISC_BROKEN);
+			disc_send(o, XRC_DISC_NO_FENCE);
 			o->peer_gone = true;
 			conn_release(o);
 			conn_report(o, XRC_END_BROKEN, async);

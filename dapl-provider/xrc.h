@@ -158,7 +158,16 @@ struct ofx_evd;
  *    presumed gone).  ep_free
  *    waits for the fence and (with a progress thread) the peer's DISC at
  *    most cm_timeout_ms; an EP whose fence did not complete keeps its
- *    memory until ia_close.  dat_ep_reset waits for a fence in flight
+ *    memory until ia_close.  A teardown that nothing can deliver the
+ *    peer's DISC to meanwhile (no progress thread) sends its DISC with
+ *    aux 1 and does not wait: its SRQ goes at once, and the peer, told not
+ *    to fence to it, ends its side without touching it.  ia_close ends
+ *    every XRC connection before it stops the progress thread
+ *    (ofx_xrc_ia_quiesce): all are fenced and told at once, and the peers'
+ *    DISCs awaited together, at most cm_timeout_ms.  What a teardown
+ *    cannot prevent: a peer whose sends or fence are still in flight when
+ *    the SRQ goes (the wait ran out, or the peer had not read our DISC
+ *    yet when its own teardown fenced) loses its INI QP (section 10).  dat_ep_reset waits for a fence in flight
  *    first.  An SRQ that served a connection is destroyed only after the
  *    recv EVD's CQ is drained (mlx5 leaves a destroyed SRQ's CQEs in the
  *    CQ and the poll that meets one fails with its whole batch): the EP's
@@ -170,10 +179,10 @@ struct ofx_evd;
  *    shared INI QP to the error state, which is why no SRQ goes before its
  *    peer is done.  Disconnecting (or ep_free) before CONNECTED sends DISC
  *    without a fence, reports DISCONNECTED at once and does not wait.
- *    A connection that broke (section 10) sends DISC with aux 1: its SRQ
- *    is gone, so the peer posts no fence (it would name that SRQ and move
- *    the peer's own INI QP to error), reports DISCONNECTED and waits for
- *    no DISC in return.
+ *    DISC with aux 1 says the sender's SRQ is gone or goes without waiting
+ *    (its connection broke, section 10, or its teardown cannot wait): the
+ *    peer posts no fence (it would name that SRQ and move the peer's own
+ *    INI QP to error), reports DISCONNECTED and sends no DISC in return.
  *
  * Control message, 32 bytes, network byte order:
  *        0  u16 magic        0x4F58
@@ -192,7 +201,8 @@ struct ofx_evd;
  *                            receiver cannot go on)
  *       27  u8  status       answers: 0 OK, 1 UNKNOWN (no such EP)
  *       28  u32 aux          INI: the tag expected at the receiver;
- *                            DISC: 1 if the sender's connection broke
+ *                            DISC: 1 if the sender's SRQ is gone or goes
+ *                            now (no fence to it, no DISC back)
  * An answer swaps srqn_from and srqn_to and carries the answerer's tag and
  * port.  The carrier delivers a request with ofx_xrc_ctl_request() at the
  * receiver, which returns the answer at once, and hands the answer (or
@@ -354,7 +364,9 @@ struct ofx_xrc_transport {
  * owned by another user without xrcd_foreign=yes, fails it with a log line
  * (-EACCES, -EPERM, -ENOENT, ...).  ofx_xrc_set_transport installs the
  * carrier and the service port (before any EP is created).
- * ofx_xrc_ia_quiesce is a no-op kept for the progress-thread shutdown.
+ * ofx_xrc_ia_quiesce (ia_close, before the progress thread stops; NULL-safe)
+ * ends every XRC connection as ep_free would, the peers' DISCs awaited
+ * together (step 6).
  * ofx_xrc_ia_close (after every EP is destroyed) releases INI and TGT QPs
  * and the domain; NULL-safe.
  */

@@ -1239,7 +1239,11 @@ static void test_async_events_on_an_ini_qp(void)
 /*
  * mlx5 leaves a destroyed SRQ's CQEs in the CQ, and the poll that meets one
  * fails with the completions it had taken before it: freeing an EP with
- * unpolled receives must not cost the EP that shares its recv EVD.
+ * unpolled receives must not cost the EP that shares its recv EVD.  Nor
+ * may its SRQ going cost f1's node the INI QP f1 shares with f2 (G3):
+ * e1's ep_free cannot wait for f1's DISC (no progress thread), so f1 must
+ * not fence into e1's destroyed SRQ.  e2 and f2 stay CONNECTED and carry
+ * messages both ways.
  */
 static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 {
@@ -1262,6 +1266,19 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 	CU_ASSERT_EQUAL(fake_cq_pending(a->recv_evd), 0);
 	expect_recv(a, e2, 1000, "for e2");
 	expect_empty(a->recv_evd);	/* e1's went with it */
+	/* f1 is told; the others are untouched */
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
+	post_recv(e2, 1001);
+	CU_ASSERT_EQUAL(send_msg(e2, "e2 lives", 3), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "f2 lives", 4), DAT_SUCCESS);
+	expect_recv(b, f2, 2000, "e2 lives");
+	expect_recv(a, e2, 1001, "f2 lives");
 	teardown(2);
 }
 
@@ -2194,10 +2211,26 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	CU_ASSERT_EQUAL(n, N_FULL_EPS * 16);
 	for (int i = 0; i < N_FULL_EPS; i++)
 		CU_ASSERT_EQUAL(e[i]->state, OFX_EP_CONNECTED);
+	/*
+	 * Teardown one pair at a time (G3): A's ep_free cannot wait for the
+	 * peer's DISC here, so its SRQ goes at once; the peer, told, must not
+	 * fence into it, or its shared INI QP and every EP on it would die.
+	 */
 	for (int i = 0; i < N_FULL_EPS; i++) {
 		CU_ASSERT_EQUAL(ofx_ep_free(e[i]), DAT_SUCCESS);
+		xm_pump();
+		expect_conn(b, f[i], DAT_CONNECTION_EVENT_DISCONNECTED);
 		CU_ASSERT_EQUAL(ofx_ep_free(f[i]), DAT_SUCCESS);
+		xm_pump();
+		for (int j = i + 1; j < N_FULL_EPS; j++) {
+			CU_ASSERT_EQUAL(e[j]->state, OFX_EP_CONNECTED);
+			CU_ASSERT_EQUAL(f[j]->state, OFX_EP_CONNECTED);
+		}
 	}
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
 	teardown(2);
 }
@@ -2515,6 +2548,46 @@ static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
 	CU_ASSERT_EQUAL(stats(b).tgt_handles, 0);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	teardown(2);
+}
+
+/*
+ * G3 at process close: A1 and A2 (node 0, one domain) each have an EP to
+ * B, whose INI QP to node 0 serves both (its TGT is A1's, held by A2 too:
+ * 2a).  A1 closes with its EP connected (ia_close: no progress thread can
+ * deliver B's DISC here, so A1's SRQ goes at once): B must not fence into
+ * it.  f1 is told; f2's connection to A2, on the same INI QP of B, lives.
+ */
+static void test_process_close_spares_the_peers_other_eps(void)
+{
+	struct xm_proc *a1, *a2, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	a1 = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	a2 = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	e1 = xm_ep_new(a1);
+	e2 = xm_ep_new(a2);
+	f1 = xm_ep_new(b);
+	f2 = xm_ep_new(b);
+	pair(a1, e1, b, f1, 1);
+	pair(a2, e2, b, f2, 2);
+	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
+	xm_proc_close(a1);
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(b->conn_evd);
+	expect_empty(a2->conn_evd);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
+	CU_ASSERT_EQUAL(send_msg(f2, "to a2", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e2, "to b", 2), DAT_SUCCESS);
+	expect_recv(a2, e2, 1000, "to a2");
+	expect_recv(b, f2, 2000, "to b");
+	xm_pump();
+	CU_ASSERT_EQUAL(drain_sends(b), 1);
+	CU_ASSERT_EQUAL(drain_sends(a2), 1);
 	teardown(2);
 }
 
@@ -2927,6 +3000,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_tgt_that_cannot_reach_rtr_refuses_the_ini },
 	{ "model checks lkeys, rkeys and their pds as the device does",
 	  test_model_checks_lkeys_rkeys_and_their_pds },
+	{ "process close spares the peer's other eps on the same ini qp",
+	  test_process_close_spares_the_peers_other_eps },
 	{ "peer without its own ini qp leaves ours alive (ini_created stays 1)",
 	  test_peer_without_its_own_ini_qp_leaves_ours_alive },
 	{ "write with immediate, atomics and send with invalidate over xrc",

@@ -1843,6 +1843,13 @@ void xm_proc_close(struct xm_proc *p)
 	struct ofx_ia *ia = &p->ia;
 	struct ofx_list *pos, *tmp;
 
+	/*
+	 * As ia_close: the XRC connections end first.  No progress thread
+	 * here, so their DISCs tell the peers not to fence; the peers, whose
+	 * own progress threads would deliver them, hear them now.
+	 */
+	ofx_xrc_ia_quiesce(ia);
+	xm_pump();
 	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
 		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
 

@@ -106,7 +106,12 @@ void xm_fini(void);
 /* Opens a process on `node` (IA with xrc, domain file `xrcd` or ""). */
 struct xm_proc *xm_proc_open(int node, const char *xrcd, enum ofx_xrc_tgt tgt);
 int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **proc_p);
-/* Frees the process's EPs, EVDs and domain (ia_close). */
+/*
+ * Frees the process's EPs, EVDs and domain as ia_close does: its XRC
+ * connections end first (ofx_xrc_ia_quiesce), and the peers hear their
+ * DISCs (xm_pump) before the EPs and SRQs go, as the peers' progress
+ * threads would deliver them.
+ */
 void xm_proc_close(struct xm_proc *p);
 /* The process dies: its SRQs and QPs vanish, nothing is said to peers. */
 void xm_proc_kill(struct xm_proc *p);
