@@ -35,6 +35,9 @@
  */
 
 #define MSG_LEN 64
+/* RESET->INIT of any QP type: the kernel requires the access flags of each */
+#define XM_RC_INIT_MASK \
+	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
 #define NBUF 512
 
 /*
@@ -204,6 +207,44 @@ static void expect_conn_at(struct xm_proc *p, struct ofx_ep *ep, DAT_EVENT_NUMBE
 			line);
 	CU_ASSERT_EQUAL(ev.event_number, num);
 	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, ep);
+}
+
+/*
+ * S9: the QP counts XRC is for, in one check.  No RC QP anywhere (every
+ * connection runs over XRC); process p[i] holds ini[i] INI QPs, as the
+ * device counts them and as its provider does (one per remote node it
+ * reaches: N-1 in an all-to-all while the EPs' queues fit one); node k
+ * holds tgts[k] TGT QPs.  Arrays as compound literals in parentheses:
+ *     expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }),
+ *                      ((int[]){ 1, 1 }));
+ */
+#define expect_qp_counts(p, ini, tgts) \
+	expect_qp_counts_at(p, ini, (int)(sizeof(ini) / sizeof(int)), tgts, \
+			    (int)(sizeof(tgts) / sizeof(int)), __LINE__)
+static void expect_qp_counts_at(struct xm_proc *const *p, const int *ini, int np,
+				const int *tgts, int nnodes, int line)
+{
+	int rc = xm_live_qps(IBV_QPT_RC);
+
+	if (rc)
+		fprintf(stderr, "%d rc qp(s) at line %d\n", rc, line);
+	CU_ASSERT_EQUAL(rc, 0);
+	for (int i = 0; i < np; i++) {
+		int dev = xm_proc_inis(p[i]);
+		unsigned long live = stats(p[i]).ini_live;
+
+		if (dev != ini[i] || live != (unsigned long)ini[i])
+			fprintf(stderr, "process %d: %d ini qp(s), ini_live %lu, expected %d at line %d\n",
+				i, dev, live, ini[i], line);
+		CU_ASSERT_EQUAL(dev, ini[i]);
+		CU_ASSERT_EQUAL(live, (unsigned long)ini[i]);
+	}
+	for (int k = 0; k < nnodes; k++) {
+		if (xm_tgts_on_node(k) != tgts[k])
+			fprintf(stderr, "node %d: %d tgt qp(s), expected %d at line %d\n", k,
+				xm_tgts_on_node(k), tgts[k], line);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(k), tgts[k]);
+	}
 }
 
 /* A connected pair with `n` receives posted on each side. */
@@ -436,6 +477,7 @@ static void test_second_ep_to_a_node_attaches_without_a_new_qp_pair(void)
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_RECV), 2);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 0 }), ((int[]){ 1, 1 }));
 
 	/* another process of node 1: A's INI QP and B1's TGT serve it too */
 	e2 = xm_ep_new(a);
@@ -446,6 +488,7 @@ static void test_second_ep_to_a_node_attaches_without_a_new_qp_pair(void)
 	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);	/* B2 has no INI to node 0 yet */
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 3);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_RECV), 3);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
 	CU_ASSERT_EQUAL(send_msg(e2, "to b2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e1, "to b1", 2), DAT_SUCCESS);
 	expect_recv(b2, f2, 2000, "to b2");
@@ -464,7 +507,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	f2 = xm_ep_new(b);
 	pair(a, e1, b, f1, 4);
 	pair(a, e2, b, f2, 4);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "last", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -477,8 +520,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	/* the shared INI QPs stay for the second pair */
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
-	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
 	CU_ASSERT_EQUAL(send_msg(e2, "still here", 3), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f2, "me too", 4), DAT_SUCCESS);
@@ -491,6 +533,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	f1 = xm_ep_new(b);
 	pair(a, e1, b, f1, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 	CU_ASSERT_EQUAL(send_msg(e1, "again", 5), DAT_SUCCESS);
 	expect_recv(b, f1, 2000, "again");
 
@@ -498,8 +541,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e2, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
-	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
 	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	teardown(2);
 }
@@ -518,6 +560,7 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	open_two_peers(mode, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
 	CU_ASSERT_EQUAL(stats(b2).tgt_opened, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
 
 	/* B1 disconnects and closes: its TGT creator handle goes */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -529,10 +572,9 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	xm_pump();
 	if (mode == OFX_XRC_TGT_DOMAIN) {
 		/* 2a: B2's handle keeps the TGT alive */
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 		expect_recv(b2, f2, 2000, "after b1");
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
-		CU_ASSERT_EQUAL(stats(a).ini_live, 1);
 	} else {
 		/* 2b: the TGT died with B1, A's INI QP breaks, and its EP */
 		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
@@ -543,10 +585,12 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
 		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);	/* told */
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_DISCONNECTED);
-		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
 		/* a new EP to node 1 gets a fresh INI QP */
 		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
+		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+
 	}
 	teardown(2);
 }
@@ -622,10 +666,13 @@ static void test_peer_gone_breaks_every_ep_on_its_ini_qp(void)
 	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	(void)f2;
+	/* A's TGT for the dead B2's INI QP waits for an INI-CLOSE that never comes */
+	expect_qp_counts(((struct xm_proc *[]){ a, b1 }), ((int[]){ 0, 0 }), ((int[]){ 1, 0 }));
 
 	/* a new connection to B1 works over a fresh INI QP */
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	pair_over_new_ini(a, b1, 2);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1 }), ((int[]){ 1, 1 }), ((int[]){ 2, 1 }));
 	teardown(2);
 }
 
@@ -860,7 +907,7 @@ static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
 	pair(a, e2, b2, f2, 2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
-	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 3);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "over cm 1", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e2, "over cm 2", 2), DAT_SUCCESS);
@@ -876,6 +923,9 @@ static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
 	CU_ASSERT_EQUAL(send_msg(e2, "still", 4), DAT_SUCCESS);
 	expect_recv(b2, f2, 2001, "still");
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	/* B1's INI QP went with its only EP, and A's TGT for it */
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 0, 1 }), ((int[]){ 1, 1 }));
+
 	teardown(2);
 }
 
@@ -892,7 +942,7 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
 	CU_ASSERT_EQUAL(fake_cm.connects, OFX_XRC_CTL_TRIES);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	expect_qp_counts(((struct xm_proc *[]){ a }), ((int[]){ 0 }), ((int[]){ 0, 0 }));
 	teardown(2);
 }
 
@@ -946,6 +996,12 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_RTR, rtr));
 		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_RTS, IBV_QPS_ERR, IBV_QP_STATE));
 		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RTS, IBV_QPS_ERR, init));
+		/* M1: RESET leads to RESET and INIT only; every other state may go to ERR */
+		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_RESET, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_INIT, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_ERR, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QP_STATE));
 	}
 	/* INIT->RTR: responder attributes required of RC and TGT, refused of the INI */
 	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, rtr | resp));
@@ -977,6 +1033,9 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 	ini.pd = a->pz.pd;
 	qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_ERR },
+					     IBV_QP_STATE),
+			EINVAL);
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init & ~IBV_QP_ACCESS_FLAGS), EINVAL);
 	CU_ASSERT_EQUAL(qp->state, IBV_QPS_RESET);
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init), 0);
@@ -988,6 +1047,74 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 	attr.max_rd_atomic = 1;
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, rts), 0);
 	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(qp), 0);
+	teardown(1);
+}
+
+/* One receive of 8 bytes (the buffer is never written: nothing is sent). */
+static int post_one_recv(struct ibv_qp *qp)
+{
+	static char buf[8];
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = sizeof(buf) };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	int ret = ofx_verbs->post_recv(qp, &wr, &bad);
+
+	CU_ASSERT_PTR_EQUAL(bad, ret ? &wr : NULL);
+	return ret;
+}
+
+/*
+ * M3: an XRC QP has no receive queue (receives go to XRC SRQs): the model
+ * refuses ibv_post_recv on an INI QP and on a TGT QP, as it does on an RC
+ * QP still in RESET; an RC QP in INIT takes it.
+ */
+static void test_model_refuses_receives_on_xrc_qps(void)
+{
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+						      IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .fd = -1, .oflags = O_CREAT };
+	struct ibv_qp_init_attr_ex ia = { .qp_type = IBV_QPT_XRC_SEND,
+					  .comp_mask = IBV_QP_INIT_ATTR_PD,
+					  .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	struct ibv_qp *ini, *tgt, *rc;
+	struct ibv_xrcd *xrcd;
+	struct xm_proc *a;
+
+	setup(1);
+	a = xm_proc_open(0, "", OFX_XRC_TGT_DOMAIN);
+	ia.send_cq = ofx_evd_cq(a->req_evd);
+	ia.pd = a->pz.pd;
+	ini = ofx_verbs->create_qp_ex(a->ia.verbs, &ia);
+	xrcd = ofx_verbs->open_xrcd(a->ia.verbs, &xa);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xrcd);
+	ia = (struct ibv_qp_init_attr_ex){ .qp_type = IBV_QPT_XRC_RECV,
+					   .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = xrcd };
+	tgt = ofx_verbs->create_qp_ex(a->ia.verbs, &ia);
+	ia = (struct ibv_qp_init_attr_ex){ .qp_type = IBV_QPT_RC, .comp_mask = IBV_QP_INIT_ATTR_PD,
+					   .pd = a->pz.pd, .send_cq = ofx_evd_cq(a->req_evd),
+					   .recv_cq = ofx_evd_cq(a->recv_evd),
+					   .cap = { .max_send_wr = 4, .max_send_sge = 1,
+						    .max_recv_wr = 4, .max_recv_sge = 1 } };
+	rc = ofx_verbs->create_qp_ex(a->ia.verbs, &ia);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tgt);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+
+	CU_ASSERT_EQUAL(post_one_recv(ini), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(tgt), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(rc), -EINVAL);	/* RESET */
+	init.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(ini, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(tgt, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(rc, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(post_one_recv(ini), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(tgt), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(rc), 0);
+	CU_ASSERT_EQUAL(xm_rc_recvs(), 1);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(rc), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(tgt), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(ini), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->close_xrcd(xrcd), 0);
 	teardown(1);
 }
 
@@ -1101,6 +1228,7 @@ static void test_rdma_cm_carrier_negotiates_read_depths(void)
 	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(0, 0, NULL)), 4);
 	CU_ASSERT_EQUAL(xm_tgt_max_dest_rd_atomic(0), 4);
 	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(1, 0, NULL)), 4);
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 	CU_ASSERT_EQUAL(send_msg(ea, "deep", 1), DAT_SUCCESS);
 	expect_recv(b, eb, 2000, "deep");
 	teardown(2);
@@ -1365,11 +1493,13 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 	setup(2);
 	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	xm_proc_close(b1);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+	/* A's INI QP, still e2's, now leads to no TGT */
+	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 0 }));
 
 	e3 = xm_ep_new(a);
 	f3 = xm_ep_new(b2);
@@ -1379,6 +1509,8 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 	CU_ASSERT_EQUAL(stats(b2).refused, 1);
 
 	pair_over_new_ini(a, b2, 2);
+	/* the DEAD INI QP stays with e2 until e2 goes; the new one has its TGT */
+	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 2, 1 }), ((int[]){ 1, 1 }));
 	teardown(2);
 }
 
@@ -1407,6 +1539,7 @@ static void test_broken_connection_tells_the_peer(void)
 	pair(a, e2, b, f2, 1);
 	pair(c, e3, b, f3, 2);
 	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
+	expect_qp_counts(((struct xm_proc *[]){ a, c, b }), ((int[]){ 1, 1, 1 }), ((int[]){ 1, 2 }));
 
 	xm_async_qp_event(a, xm_ini_qp(0, 0, NULL), IBV_EVENT_QP_FATAL);
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
@@ -1420,6 +1553,7 @@ static void test_broken_connection_tells_the_peer(void)
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
 	/* B's INI QP to node 0 is intact */
 	expect_empty(b->conn_evd);
+	expect_qp_counts(((struct xm_proc *[]){ a, c, b }), ((int[]){ 0, 1, 1 }), ((int[]){ 1, 1 }));
 	CU_ASSERT_EQUAL(f3->state, OFX_EP_CONNECTED);
 	CU_ASSERT_EQUAL(send_msg(f3, "to c", 2), DAT_SUCCESS);
 	expect_recv(c, e3, 1000, "to c");
@@ -1444,8 +1578,7 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	open_pair(&a, &ea, &b, &eb);
 	for (int i = 0; i < N_CHURN; i++) {
 		pair(a, ea, b, eb, 1);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 		xm_pump();
 		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
@@ -1453,6 +1586,8 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
 		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
 		xm_pump();
+		/* the cycle's INI QPs and their TGTs are gone */
+		expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
 		for (int n = 0; n < 2; n++)
 			most = xm_tgts_on_node(n) > most ? xm_tgts_on_node(n) : most;
 		drain_sends(a);
@@ -1491,8 +1626,6 @@ static void expect_xrc_only(struct xm_proc *p, unsigned long n)
 	CU_ASSERT_EQUAL(s.conn_xrc, n);
 	CU_ASSERT_EQUAL(s.conn_rc, 0);
 }
-#define XM_RC_INIT_MASK \
-	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
 
 /*
  * The QP saving XRC is for: N EPs from A to each of B and C (three nodes),
@@ -1672,9 +1805,8 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
 	CU_ASSERT_EQUAL(stats(b2).tgt_created, 0);
 	CU_ASSERT_EQUAL(stats(b2).tgt_handles, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 2);	/* A's, for B1's and B2's INI QPs */
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	/* node 0: A's TGTs for B1's and B2's INI QPs */
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
 
 	/* A hangs up on B1's EP, then B1 dies holding the TGT's creator handle */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -1683,7 +1815,8 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);	/* e2 still holds it */
+	/* e2 still holds A's INI QP; B1's went with its EP, and A's TGT for it */
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 0, 1 }), ((int[]){ 1, 1 }));
 	xm_proc_kill(b1);
 	xm_pump();
 	expect_empty(a->conn_evd);
@@ -1711,8 +1844,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_DISCONNECTED);
 		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
 		CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
-		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
 	} else {
 		/* 2b: the TGT went with B1: A's INI QP breaks, and e2 with it */
 		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
@@ -1731,7 +1863,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 		/* the next EP to node 1 gets a new INI QP, B2 makes its TGT */
 		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 	}
 	/*
 	 * No TGT leaks: B1's INI QP went with its EP's connection before B1
@@ -1776,11 +1908,9 @@ static void test_tgt_creator_killed_while_connected_breaks_the_shared_ini(void)
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
 	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
 	expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 	CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
 	/* B2's INI QP went with its last EP's connection, and A's TGT for it */
-	CU_ASSERT_EQUAL(stats(b2).ini_live, 0);
+	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 0, 0 }), ((int[]){ 1, 0 }));
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
 	/*
 	 * A's TGT for the dead B1's INI QP waits for an INI-CLOSE that will
@@ -2184,7 +2314,8 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	}
 	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
 	CU_ASSERT_EQUAL(stats(b).ini_created, 2);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 2);
+	/* the EPs' queues fill two INI QPs each way */
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 2, 2 }), ((int[]){ 2, 2 }));
 	{
 		struct ibv_qp_cap cap;
 
@@ -2229,8 +2360,7 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	}
 	expect_empty(a->conn_evd);
 	expect_empty(b->conn_evd);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
-	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
+	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
 	teardown(2);
 }
@@ -2947,6 +3077,7 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rdma_cm_carrier_gives_up_after_its_tries },
 	{ "model refuses the attribute masks the kernel refuses",
 	  test_model_refuses_masks_the_kernel_refuses },
+	{ "model refuses receives on xrc qps", test_model_refuses_receives_on_xrc_qps },
 	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },
 	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
 	{ "ini qp that cannot be made fails both sides cleanly",

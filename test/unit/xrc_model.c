@@ -285,8 +285,9 @@ const struct xm_device xm_dev_mlx4 = {
  * The attributes the kernel core requires and allows per QP type and
  * transition (drivers/infiniband/core/verbs.c, ib_modify_qp_is_ok), for the
  * types and transitions the provider uses.  IBV_QP_STATE is always allowed;
- * any state may go to RESET or ERR with no other attribute; a transition
- * missing here is refused.
+ * any state may go to RESET, and any but RESET to ERR (the kernel's
+ * qp_state_table: RESET leads only to RESET and INIT), with no other
+ * attribute; a transition missing here is refused.
  */
 enum { XM_T_RC, XM_T_INI, XM_T_TGT, XM_T_N };
 
@@ -339,6 +340,8 @@ static int qp_mask_check(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_
 {
 	int t = rule_type(type);
 
+	if (next == IBV_QPS_ERR && cur == IBV_QPS_RESET)
+		return EINVAL;
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
 		return mask & ~IBV_QP_STATE ? EINVAL : 0;
 	for (size_t i = 0; i < sizeof(qp_rules) / sizeof(qp_rules[0]); i++) {
@@ -2017,6 +2020,17 @@ int xm_live_qps(int type)
 		n += type == IBV_QPT_XRC_SEND ? t == IBV_QPT_XRC_SEND :
 		     t != IBV_QPT_XRC_SEND && t != IBV_QPT_XRC_RECV;
 	}
+	return n;
+}
+
+int xm_proc_inis(struct xm_proc *p)
+{
+	struct ofx_list *pos, *tmp;
+	int n = 0;
+
+	xm_for_each(pos, tmp, FAKE_QP)
+		n += qp_at(pos)->fq.qp.qp_type == IBV_QPT_XRC_SEND &&
+		     qp_at(pos)->fq.obj.ctx == &p->ctx;
 	return n;
 }
 

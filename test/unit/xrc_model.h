@@ -137,6 +137,8 @@ void xm_pump(void);
 int xm_live_qps(int type);	/* IBV_QPT_XRC_SEND / XRC_RECV (TGT objects) / RC */
 int xm_rc_recvs(void);		/* receives posted to RC QPs (not in RESET) */
 int xm_tgts_on_node(int node);
+/* INI QPs of `p` the device holds (the provider's ini_live says what it thinks it holds). */
+int xm_proc_inis(struct xm_proc *p);
 
 /* Whether the kernel core takes `mask` for a transition of a QP of `type`. */
 int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
