@@ -1017,23 +1017,45 @@ static uint8_t xrc_depth(int dev_max)
 	return (uint8_t)(dev_max <= 0 ? 1 : dev_max < XRC_MAX_RD_ATOM ? dev_max : XRC_MAX_RD_ATOM);
 }
 
-/* Moves the INI QP to RTS towards TGT `tgt` (the model carrier). */
-static int ini_qp_ready(struct ofx_ia *ia, struct ofx_xrc_ini *ini, uint32_t tgt)
+/*
+ * Moves a new XRC QP through INIT to RTR towards `dest` (the model
+ * carrier).  A TGT gets the access a CM connection gives a responder with
+ * read resources (the kernel's cm_init_qp_init_attr: writes, reads and
+ * atomics) and its responder attributes; an INI neither (the kernel
+ * refuses responder attributes for it, but requires access flags at INIT).
+ * 0 or the verbs errno.
+ */
+static int xrc_qp_to_rtr(struct ofx_ia *ia, struct ibv_qp *qp, uint32_t dest, bool tgt)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	int ret;
 
-	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_INIT_MASK);
+	if (tgt)
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
+	ret = ofx_verbs->modify_qp(qp, &a, XRC_INIT_MASK);
 	if (ret)
-		goto err;
+		return ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = tgt;
-	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_RTR_MASK);
+	a.dest_qp_num = dest;
+	if (tgt) {
+		a.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
+		a.min_rnr_timer = 12;
+	}
+	return ofx_verbs->modify_qp(qp, &a, tgt ? XRC_TGT_RTR_MASK : XRC_RTR_MASK);
+}
+
+/* Moves the INI QP to RTS towards TGT `tgt` (the model carrier). */
+static int ini_qp_ready(struct ofx_ia *ia, struct ofx_xrc_ini *ini, uint32_t tgt)
+{
+	struct ibv_qp_attr a = { 0 };
+	int ret;
+
+	ret = xrc_qp_to_rtr(ia, ini->qp, tgt, false);
 	if (ret)
 		goto err;
-	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
@@ -1591,34 +1613,13 @@ void ofx_xrc_conn_disconnect(struct ofx_xrc_conn *xe)
 
 /* ---- control message handling ------------------------------------------ */
 
-/*
- * Moves a new TGT QP to RTR towards INI QP `ini_qpn` (the model carrier),
- * with the access a CM connection gives a responder with read resources
- * (the kernel's cm_init_qp_init_attr): writes, reads and atomics.
- */
+/* Moves a new TGT QP to RTR towards INI QP `ini_qpn` (the model carrier). */
 static int tgt_qp_ready(struct ofx_ia *ia, struct ibv_qp *qp, uint32_t ini_qpn)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1,
-				 .qp_access_flags = IBV_ACCESS_REMOTE_WRITE |
-						    IBV_ACCESS_REMOTE_READ |
-						    IBV_ACCESS_REMOTE_ATOMIC };
-	int ret;
+	int ret = xrc_qp_to_rtr(ia, qp, ini_qpn, true);
 
-	ret = ofx_verbs->modify_qp(qp, &a, XRC_INIT_MASK);
 	if (ret)
-		goto err;
-	memset(&a, 0, sizeof(a));
-	a.qp_state = IBV_QPS_RTR;
-	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = ini_qpn;
-	a.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
-	a.min_rnr_timer = 12;
-	ret = ofx_verbs->modify_qp(qp, &a, XRC_TGT_RTR_MASK);
-	if (ret)
-		goto err;
-	return 0;
-err:
-	ofx_err("tgt qp 0x%x for ini qp 0x%x: %s", qp->qp_num, ini_qpn, strerror(ret));
+		ofx_err("tgt qp 0x%x for ini qp 0x%x: %s", qp->qp_num, ini_qpn, strerror(ret));
 	return -ret;
 }
 

@@ -3,7 +3,6 @@
 
 #include "cm.h"
 #include "ep_cm.h"
-#include "ext.h"
 #include "ep_xrc.h"
 #include "cr.h"
 #include "ep.h"
@@ -19,7 +18,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -281,6 +279,22 @@ static void open_connected_pair(struct xm_proc **a, struct ofx_ep **ea, struct x
 }
 
 /*
+ * open_pair and a second EP pair beside the first: e1 and e2 of A share
+ * A's INI QP to B, f1 and f2 B's INI QP back; n1 (n2) receives posted on
+ * each side of the first (second) pair.
+ */
+static void open_shared_pairs(struct xm_proc **a, struct xm_proc **b, struct ofx_ep **e1,
+			      struct ofx_ep **f1, struct ofx_ep **e2, struct ofx_ep **f2, int n1,
+			      int n2)
+{
+	open_pair(a, e1, b, f1);
+	*e2 = xm_ep_new(*a);
+	*f2 = xm_ep_new(*b);
+	pair(*a, *e1, *b, *f1, n1);
+	pair(*a, *e2, *b, *f2, n2);
+}
+
+/*
  * A on node 0 connected to two processes B1 and B2 of node 1 (the TGT
  * lifetime `mode`), one EP pair each: e1-f1 and e2-f2.
  */
@@ -502,11 +516,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 4);
-	pair(a, e2, b, f2, 4);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 4, 4);
 	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "last", 1), DAT_SUCCESS);
@@ -614,12 +624,8 @@ static void test_empty_srq_holds_messages_then_rnr_breaks_the_ini_qp(void)
 	int i;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 0, 0);
 	iov.lmr_context = lkey_of(f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 0);
-	pair(a, e2, b, f2, 0);
 
 	/* the SRQ takes max_recv_dtos receives, no more */
 	for (i = 0; i < 9; i++)	/* max_recv_dtos + 1, as the RC QP */
@@ -1326,14 +1332,7 @@ static void test_async_events_on_an_ini_qp(void)
 	int broken = 0;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 1);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
 	ini = xm_ini_qp(0, 0, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
@@ -1379,11 +1378,7 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 1);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
 	/* e2's completion first, e1's behind it in the same batch */
 	CU_ASSERT_EQUAL(send_msg(f2, "for e2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f1, "for e1", 2), DAT_SUCCESS);
@@ -2554,11 +2549,7 @@ static void undersized_receive(bool receiver_first)
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 0);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 0, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
 	post_recv_len(f1, 77, 8);
 	CU_ASSERT_EQUAL(send_msg(e2, "before", 1), DAT_SUCCESS);
@@ -2629,11 +2620,7 @@ static void test_tgt_out_of_rtr_receives_nothing(void)
 	struct ibv_qp *ini;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 1);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
 	ini = xm_ini_qp(0, 0, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
 	CU_ASSERT_EQUAL(xm_tgt_state(ini), IBV_QPS_RTR);
@@ -2765,23 +2752,8 @@ static void test_peer_without_its_own_ini_qp_leaves_ours_alive(void)
 	teardown(2);
 }
 
-/*
- * The IB extension calls as a consumer writes them: the dat_ib_* macros'
- * dat_extension_op goes to ofx_ext_op() through a varargs shim (as in
- * test_ext.c), so every argument arrives with its consumer's type.
- */
-static DAT_RETURN ext_call(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
-{
-	DAT_RETURN status;
-	va_list args;
-
-	va_start(args, op);
-	status = ofx_ext_op(handle, op, args);
-	va_end(args);
-	return status;
-}
-
-#define dat_extension_op ext_call
+/* The IB extension calls as a consumer writes them (unit.h). */
+#define dat_extension_op ofx_test_ext_call
 
 static const DAT_IB_EXTENSION_EVENT_DATA *ext_of(const DAT_EVENT *ev)
 {
@@ -2971,11 +2943,7 @@ static void bad_segment(enum bad_seg kind)
 	setup(2);
 	memset(other, 0, sizeof(other));
 	memset(mem.recv[NBUF - 1], 0, MSG_LEN);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, kind == BAD_RECV_LKEY ? 0 : 1);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, kind == BAD_RECV_LKEY ? 0 : 1, 1);
 	/* a registration in a second PZ: the sender's, or the target's for the write */
 	owner = kind == BAD_WRITE_PD ? b : a;
 	CU_ASSERT_EQUAL_FATAL(ofx_pz_create(&owner->ia, &pz), DAT_SUCCESS);
