@@ -2174,12 +2174,19 @@ void ofx_xrc_ia_quiesce(struct ofx_ia *ia)
 	for (int i = 0; i < n; i++)
 		conn_close_begin(conns[i]);
 	deadline = conn_deadline(ia);
-	/* what they leave is reaped by each EP's teardown, its completions no longer reported */
+	/* their SRQs are reaped by each EP's teardown, its completions no longer reported */
 	for (int i = 0; i < n; i++) {
 		conn_close_end(conns[i], deadline);
 		ofx_waiter_count_put(&conns[i]->quiet, &conns[i]->busy);
 	}
 	free(conns);
+	/*
+	 * The INI QPs they held go now, so that INI-CLOSE tells each peer
+	 * while the progress thread can still carry it: after the thread
+	 * stopped it would not get there, and the TGT the peer made for the
+	 * INI QP would stay until the peer closes.
+	 */
+	xrc_reap(ia, true);
 }
 
 bool ofx_xrc_conn_forget(struct ofx_xrc_conn *xe)

@@ -2669,42 +2669,37 @@ static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
 }
 
 /*
- * G3 at process close: A1 and A2 (node 0, one domain) each have an EP to
- * B, whose INI QP to node 0 serves both (its TGT is A1's, held by A2 too:
- * 2a).  A1 closes with its EP connected (ia_close: no progress thread can
- * deliver B's DISC here, so A1's SRQ goes at once): B must not fence into
- * it.  f1 is told; f2's connection to A2, on the same INI QP of B, lives.
+ * G3 at process close: A's INI QP to node 1 serves e1 (to B1) and e2 (to
+ * B2); its TGT is B1's, held by B2 too (2a).  B1 closes with its EP
+ * connected.  As ia_close does (ofx_xrc_ia_quiesce), its connections end
+ * before its SRQs go, the peers hearing the DISCs meanwhile, and the INI
+ * QP its EP held goes with an INI-CLOSE that still reaches A: A's TGT for
+ * it goes too.  e1 is told; e2's connection to B2, on the same INI QP of
+ * A, lives and carries traffic.
  */
 static void test_process_close_spares_the_peers_other_eps(void)
 {
-	struct xm_proc *a1, *a2, *b;
+	struct xm_proc *a, *b1, *b2;
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	a1 = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	a2 = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a1);
-	e2 = xm_ep_new(a2);
-	f1 = xm_ep_new(b);
-	f2 = xm_ep_new(b);
-	pair(a1, e1, b, f1, 1);
-	pair(a2, e2, b, f2, 2);
-	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
-	xm_proc_close(a1);
-	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	expect_empty(b->conn_evd);
-	expect_empty(a2->conn_evd);
-	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+	open_two_peers(OFX_XRC_TGT_DOMAIN, &a, &b1, &b2, &e1, &f1, &e2, &f2);
+	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }),
+			 ((int[]){ 2, 1 }));
+	xm_proc_close(b1);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b2->conn_evd);
 	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
-	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
-	CU_ASSERT_EQUAL(send_msg(f2, "to a2", 1), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(send_msg(e2, "to b", 2), DAT_SUCCESS);
-	expect_recv(a2, e2, 1000, "to a2");
-	expect_recv(b, f2, 2000, "to b");
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+	CU_ASSERT_EQUAL(send_msg(e2, "to b2", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "to a", 2), DAT_SUCCESS);
+	expect_recv(b2, f2, 2000, "to b2");
+	expect_recv(a, e2, 1000, "to a");
 	xm_pump();
-	CU_ASSERT_EQUAL(drain_sends(b), 1);
-	CU_ASSERT_EQUAL(drain_sends(a2), 1);
+	CU_ASSERT_EQUAL(drain_sends(a), 1);
+	CU_ASSERT_EQUAL(drain_sends(b2), 1);
 	teardown(2);
 }
 
