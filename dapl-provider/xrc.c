@@ -180,7 +180,8 @@ struct ofx_xrc_conn {
 	 * which tells the peer not to fence to it (XRC_DISC_NO_FENCE).
 	 */
 	bool no_wait;
-	bool fence_abandoned;		/* teardown gave up on the fence: it may still complete */
+	/* a teardown gave up on the fence: it may yet complete */
+	bool fence_abandoned;
 	bool fence_done;
 	bool event_posted;		/* DISCONNECTED or BROKEN reported */
 	/*

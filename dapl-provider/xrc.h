@@ -167,11 +167,12 @@ struct ofx_evd;
  *    DISCs awaited together, at most cm_timeout_ms.  What a teardown
  *    cannot prevent: a peer whose sends or fence are still in flight when
  *    the SRQ goes (the wait ran out, or the peer had not read our DISC
- *    yet when its own teardown fenced) loses its INI QP (section 10).  dat_ep_reset waits for a fence in flight
- *    first.  An SRQ that served a connection is destroyed only after the
- *    recv EVD's CQ is drained (mlx5 leaves a destroyed SRQ's CQEs in the
- *    CQ and the poll that meets one fails with its whole batch): the EP's
- *    completions are reported, or dropped when it is being freed.
+ *    yet when its own teardown fenced) loses its INI QP (section 10).
+ *    dat_ep_reset waits for a fence in flight first.  An SRQ that served
+ *    a connection is destroyed only after the recv EVD's CQ is drained
+ *    (mlx5 leaves a destroyed SRQ's CQEs in the CQ and the poll that meets
+ *    one fails with its whole batch): the EP's completions are reported,
+ *    or dropped when it is being freed.
  *    Receives still posted when the SRQ goes are dropped
  *    without events; receives posted afterwards wait in the EP for the
  *    next connection, and dat_ep_reset drops them without events (as it

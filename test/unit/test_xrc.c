@@ -212,10 +212,11 @@ static void expect_conn_at(struct xm_proc *p, struct ofx_ep *ep, DAT_EVENT_NUMBE
  * connection runs over XRC); process p[i] holds ini[i] INI QPs, as the
  * device counts them and as its provider does (one per remote node it
  * reaches: N-1 in an all-to-all while the EPs' queues fit one); node k
- * holds tgts[k] TGT QPs.  Arrays as compound literals in parentheses:
- *     expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }),
- *                      ((int[]){ 1, 1 }));
+ * holds tgts[k] TGT QPs:
+ *     expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
  */
+#define PROCS(...) ((struct xm_proc *[]){ __VA_ARGS__ })
+#define COUNTS(...) ((int[]){ __VA_ARGS__ })
 #define expect_qp_counts(p, ini, tgts) \
 	expect_qp_counts_at(p, ini, (int)(sizeof(ini) / sizeof(int)), tgts, \
 			    (int)(sizeof(tgts) / sizeof(int)), __LINE__)
@@ -232,8 +233,8 @@ static void expect_qp_counts_at(struct xm_proc *const *p, const int *ini, int np
 		unsigned long live = stats(p[i]).ini_live;
 
 		if (dev != ini[i] || live != (unsigned long)ini[i])
-			fprintf(stderr, "process %d: %d ini qp(s), ini_live %lu, expected %d at line %d\n",
-				i, dev, live, ini[i], line);
+			fprintf(stderr, "process %d: %d ini qp(s), ini_live %lu, expected %d "
+				"at line %d\n", i, dev, live, ini[i], line);
 		CU_ASSERT_EQUAL(dev, ini[i]);
 		CU_ASSERT_EQUAL(live, (unsigned long)ini[i]);
 	}
@@ -491,7 +492,7 @@ static void test_second_ep_to_a_node_attaches_without_a_new_qp_pair(void)
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_RECV), 2);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 0 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 0), COUNTS(1, 1));
 
 	/* another process of node 1: A's INI QP and B1's TGT serve it too */
 	e2 = xm_ep_new(a);
@@ -502,7 +503,7 @@ static void test_second_ep_to_a_node_attaches_without_a_new_qp_pair(void)
 	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);	/* B2 has no INI to node 0 yet */
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 3);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_RECV), 3);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 	CU_ASSERT_EQUAL(send_msg(e2, "to b2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e1, "to b1", 2), DAT_SUCCESS);
 	expect_recv(b2, f2, 2000, "to b2");
@@ -517,7 +518,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 
 	setup(2);
 	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 4, 4);
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "last", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -530,7 +531,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	/* the shared INI QPs stay for the second pair */
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
 	CU_ASSERT_EQUAL(send_msg(e2, "still here", 3), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f2, "me too", 4), DAT_SUCCESS);
@@ -543,7 +544,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	f1 = xm_ep_new(b);
 	pair(a, e1, b, f1, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(send_msg(e1, "again", 5), DAT_SUCCESS);
 	expect_recv(b, f1, 2000, "again");
 
@@ -551,7 +552,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e2, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
 	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	teardown(2);
 }
@@ -570,7 +571,7 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	open_two_peers(mode, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
 	CU_ASSERT_EQUAL(stats(b2).tgt_opened, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 
 	/* B1 disconnects and closes: its TGT creator handle goes */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -582,7 +583,7 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	xm_pump();
 	if (mode == OFX_XRC_TGT_DOMAIN) {
 		/* 2a: B2's handle keeps the TGT alive */
-		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+		expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
 		expect_recv(b2, f2, 2000, "after b1");
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
 	} else {
@@ -595,11 +596,11 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
 		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);	/* told */
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_DISCONNECTED);
-		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
+		expect_qp_counts(PROCS(a, b2), COUNTS(0, 0), COUNTS(0, 0));
 		/* a new EP to node 1 gets a fresh INI QP */
 		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
-		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+		expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
 
 	}
 	teardown(2);
@@ -673,12 +674,12 @@ static void test_peer_gone_breaks_every_ep_on_its_ini_qp(void)
 	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	(void)f2;
 	/* A's TGT for the dead B2's INI QP waits for an INI-CLOSE that never comes */
-	expect_qp_counts(((struct xm_proc *[]){ a, b1 }), ((int[]){ 0, 0 }), ((int[]){ 1, 0 }));
+	expect_qp_counts(PROCS(a, b1), COUNTS(0, 0), COUNTS(1, 0));
 
 	/* a new connection to B1 works over a fresh INI QP */
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	pair_over_new_ini(a, b1, 2);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1 }), ((int[]){ 1, 1 }), ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1), COUNTS(1, 1), COUNTS(2, 1));
 	teardown(2);
 }
 
@@ -913,7 +914,7 @@ static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
 	pair(a, e2, b2, f2, 2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "over cm 1", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e2, "over cm 2", 2), DAT_SUCCESS);
@@ -930,7 +931,7 @@ static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
 	expect_recv(b2, f2, 2001, "still");
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
 	/* B1's INI QP went with its only EP, and A's TGT for it */
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 0, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 0, 1), COUNTS(1, 1));
 
 	teardown(2);
 }
@@ -948,7 +949,7 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
 	CU_ASSERT_EQUAL(fake_cm.connects, OFX_XRC_CTL_TRIES);
-	expect_qp_counts(((struct xm_proc *[]){ a }), ((int[]){ 0 }), ((int[]){ 0, 0 }));
+	expect_qp_counts(PROCS(a), COUNTS(0), COUNTS(0, 0));
 	teardown(2);
 }
 
@@ -1234,7 +1235,7 @@ static void test_rdma_cm_carrier_negotiates_read_depths(void)
 	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(0, 0, NULL)), 4);
 	CU_ASSERT_EQUAL(xm_tgt_max_dest_rd_atomic(0), 4);
 	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(1, 0, NULL)), 4);
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(send_msg(ea, "deep", 1), DAT_SUCCESS);
 	expect_recv(b, eb, 2000, "deep");
 	teardown(2);
@@ -1488,13 +1489,13 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 	setup(2);
 	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	xm_proc_close(b1);
 	/* A's INI QP, still e2's, now leads to no TGT */
-	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 0 }));
+	expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 0));
 
 	e3 = xm_ep_new(a);
 	f3 = xm_ep_new(b2);
@@ -1505,7 +1506,7 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 
 	pair_over_new_ini(a, b2, 2);
 	/* the DEAD INI QP stays with e2 until e2 goes; the new one has its TGT */
-	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 2, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
 	teardown(2);
 }
 
@@ -1534,7 +1535,7 @@ static void test_broken_connection_tells_the_peer(void)
 	pair(a, e2, b, f2, 1);
 	pair(c, e3, b, f3, 2);
 	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
-	expect_qp_counts(((struct xm_proc *[]){ a, c, b }), ((int[]){ 1, 1, 1 }), ((int[]){ 1, 2 }));
+	expect_qp_counts(PROCS(a, c, b), COUNTS(1, 1, 1), COUNTS(1, 2));
 
 	xm_async_qp_event(a, xm_ini_qp(0, 0, NULL), IBV_EVENT_QP_FATAL);
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
@@ -1548,7 +1549,7 @@ static void test_broken_connection_tells_the_peer(void)
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
 	/* B's INI QP to node 0 is intact */
 	expect_empty(b->conn_evd);
-	expect_qp_counts(((struct xm_proc *[]){ a, c, b }), ((int[]){ 0, 1, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, c, b), COUNTS(0, 1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(f3->state, OFX_EP_CONNECTED);
 	CU_ASSERT_EQUAL(send_msg(f3, "to c", 2), DAT_SUCCESS);
 	expect_recv(c, e3, 1000, "to c");
@@ -1573,7 +1574,7 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	open_pair(&a, &ea, &b, &eb);
 	for (int i = 0; i < N_CHURN; i++) {
 		pair(a, ea, b, eb, 1);
-		expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+		expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 		xm_pump();
 		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
@@ -1582,7 +1583,7 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
 		xm_pump();
 		/* the cycle's INI QPs and their TGTs are gone */
-		expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
+		expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
 		for (int n = 0; n < 2; n++)
 			most = xm_tgts_on_node(n) > most ? xm_tgts_on_node(n) : most;
 		drain_sends(a);
@@ -1801,7 +1802,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 	CU_ASSERT_EQUAL(stats(b2).tgt_created, 0);
 	CU_ASSERT_EQUAL(stats(b2).tgt_handles, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
 	/* node 0: A's TGTs for B1's and B2's INI QPs */
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }), ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 
 	/* A hangs up on B1's EP, then B1 dies holding the TGT's creator handle */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -1811,7 +1812,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	xm_pump();
 	/* e2 still holds A's INI QP; B1's went with its EP, and A's TGT for it */
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 0, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 0, 1), COUNTS(1, 1));
 	xm_proc_kill(b1);
 	xm_pump();
 	expect_empty(a->conn_evd);
@@ -1839,7 +1840,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_DISCONNECTED);
 		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
 		CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
-		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
+		expect_qp_counts(PROCS(a, b2), COUNTS(0, 0), COUNTS(0, 0));
 	} else {
 		/* 2b: the TGT went with B1: A's INI QP breaks, and e2 with it */
 		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
@@ -1858,7 +1859,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 		/* the next EP to node 1 gets a new INI QP, B2 makes its TGT */
 		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
-		expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+		expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
 	}
 	/*
 	 * No TGT leaks: B1's INI QP went with its EP's connection before B1
@@ -1905,7 +1906,7 @@ static void test_tgt_creator_killed_while_connected_breaks_the_shared_ini(void)
 	expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
 	CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
 	/* B2's INI QP went with its last EP's connection, and A's TGT for it */
-	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 0, 0 }), ((int[]){ 1, 0 }));
+	expect_qp_counts(PROCS(a, b2), COUNTS(0, 0), COUNTS(1, 0));
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
 	/*
 	 * A's TGT for the dead B1's INI QP waits for an INI-CLOSE that will
@@ -2310,7 +2311,7 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
 	CU_ASSERT_EQUAL(stats(b).ini_created, 2);
 	/* the EPs' queues fill two INI QPs each way */
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 2, 2 }), ((int[]){ 2, 2 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(2, 2), COUNTS(2, 2));
 	{
 		struct ibv_qp_cap cap;
 
@@ -2355,7 +2356,7 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	}
 	expect_empty(a->conn_evd);
 	expect_empty(b->conn_evd);
-	expect_qp_counts(((struct xm_proc *[]){ a, b }), ((int[]){ 0, 0 }), ((int[]){ 0, 0 }));
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
 	teardown(2);
 }
@@ -2684,15 +2685,14 @@ static void test_process_close_spares_the_peers_other_eps(void)
 
 	setup(2);
 	open_two_peers(OFX_XRC_TGT_DOMAIN, &a, &b1, &b2, &e1, &f1, &e2, &f2);
-	expect_qp_counts(((struct xm_proc *[]){ a, b1, b2 }), ((int[]){ 1, 1, 1 }),
-			 ((int[]){ 2, 1 }));
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 	xm_proc_close(b1);
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	expect_empty(a->conn_evd);
 	expect_empty(b2->conn_evd);
 	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
 	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
-	expect_qp_counts(((struct xm_proc *[]){ a, b2 }), ((int[]){ 1, 1 }), ((int[]){ 1, 1 }));
+	expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(send_msg(e2, "to b2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f2, "to a", 2), DAT_SUCCESS);
 	expect_recv(b2, f2, 2000, "to b2");

@@ -1477,7 +1477,7 @@ static int m_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *
 		return -1;
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
-		/* the kernel's cm_init_qp_init_attr: reads and atomics only with responder resources */
+		/* the kernel's cm_init_qp_init_attr: reads, atomics with responder resources */
 		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 		attr->port_num = 1;
 		attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
