@@ -904,6 +904,12 @@ DAT_RETURN ofx_ia_close(DAT_IA_HANDLE h, DAT_CLOSE_FLAGS flags)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_IA_IN_USE);
 	}
 
+	/*
+	 * XRC connections end while the progress thread still delivers their
+	 * peers' DISCs (a no-op for an IA without XRC; see ofx_xrc_ia_quiesce).
+	 */
+	ofx_xrc_ia_quiesce(ia);
+
 	/* No more device events in, then no more handlers running. */
 	pthread_mutex_lock(&ofx_ias_lock);
 	ofx_list_del(&priv->all_link);

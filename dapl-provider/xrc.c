@@ -32,9 +32,18 @@
 #define XRC_CTL_MAGIC 0x4F58u
 #define XRC_VERSION 1
 
-enum xrc_verdict { XRC_V_NONE = 0, XRC_V_OK = 1, XRC_V_REFUSED = 2 };
-/* DISC aux: the sender's connection broke, its SRQ is gone (no fence to it) */
-#define XRC_DISC_BROKEN 1u
+/*
+ * REFUSED condemns the TGT the request named (its sender's INI QP goes
+ * DEAD); FAILED ends the connection alone: the receiver cannot go on for
+ * a reason of its own (no INI QP of its own for the way back).
+ */
+enum xrc_verdict { XRC_V_NONE = 0, XRC_V_OK = 1, XRC_V_REFUSED = 2, XRC_V_FAILED = 3 };
+/*
+ * DISC aux: the sender's SRQ is gone, or goes without waiting for the
+ * peer's DISC (its connection broke, or its owner is going with nothing to
+ * deliver that DISC meanwhile): no fence to it, no DISC awaited.
+ */
+#define XRC_DISC_NO_FENCE 1u
 enum xrc_status { XRC_S_OK = 0, XRC_S_UNKNOWN = 1 };
 
 /* Connection states of an XRC EP (xe->state); see the wire spec in xrc.h. */
@@ -165,6 +174,14 @@ struct ofx_xrc_conn {
 	bool bound;			/* active: BIND arrived and verified */
 	bool peer_disc;			/* the peer's DISC arrived (or it is gone) */
 	bool peer_gone;			/* the peer cannot be told any more */
+	/*
+	 * The owner is going and nothing can deliver the peer's DISC while
+	 * it waits (no progress thread): its SRQ goes right after our DISC,
+	 * which tells the peer not to fence to it (XRC_DISC_NO_FENCE).
+	 */
+	bool no_wait;
+	/* a teardown gave up on the fence: it may yet complete */
+	bool fence_abandoned;
 	bool fence_done;
 	bool event_posted;		/* DISCONNECTED or BROKEN reported */
 	/*
@@ -557,12 +574,6 @@ static void xrc_reap(struct ofx_ia *ia, bool wait)
 		ini_free(x, ini);
 	}
 	pthread_mutex_unlock(&x->reap_lock);
-}
-
-void ofx_xrc_ia_quiesce(struct ofx_ia *ia)
-{
-	/* EPs are torn down one by one by ia_close (ofx_xrc_conn_close). */
-	(void)ia;
 }
 
 void ofx_xrc_ia_close(struct ofx_ia *ia)
@@ -1007,23 +1018,45 @@ static uint8_t xrc_depth(int dev_max)
 	return (uint8_t)(dev_max <= 0 ? 1 : dev_max < XRC_MAX_RD_ATOM ? dev_max : XRC_MAX_RD_ATOM);
 }
 
-/* Moves the INI QP to RTS towards TGT `tgt` (the model carrier). */
-static int ini_qp_ready(struct ofx_ia *ia, struct ofx_xrc_ini *ini, uint32_t tgt)
+/*
+ * Moves a new XRC QP through INIT to RTR towards `dest` (the model
+ * carrier).  A TGT gets the access a CM connection gives a responder with
+ * read resources (the kernel's cm_init_qp_init_attr: writes, reads and
+ * atomics) and its responder attributes; an INI neither (the kernel
+ * refuses responder attributes for it, but requires access flags at INIT).
+ * 0 or the verbs errno.
+ */
+static int xrc_qp_to_rtr(struct ofx_ia *ia, struct ibv_qp *qp, uint32_t dest, bool tgt)
 {
-	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .pkey_index = 0, .port_num = 1 };
+	struct ibv_qp_attr a = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	int ret;
 
-	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_INIT_MASK);
+	if (tgt)
+		a.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ |
+				    IBV_ACCESS_REMOTE_ATOMIC;
+	ret = ofx_verbs->modify_qp(qp, &a, XRC_INIT_MASK);
 	if (ret)
-		goto err;
+		return ret;
 	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTR;
 	a.path_mtu = IBV_MTU_1024;
-	a.dest_qp_num = tgt;
-	ret = ofx_verbs->modify_qp(ini->qp, &a, XRC_RTR_MASK);
+	a.dest_qp_num = dest;
+	if (tgt) {
+		a.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
+		a.min_rnr_timer = 12;
+	}
+	return ofx_verbs->modify_qp(qp, &a, tgt ? XRC_TGT_RTR_MASK : XRC_RTR_MASK);
+}
+
+/* Moves the INI QP to RTS towards TGT `tgt` (the model carrier). */
+static int ini_qp_ready(struct ofx_ia *ia, struct ofx_xrc_ini *ini, uint32_t tgt)
+{
+	struct ibv_qp_attr a = { 0 };
+	int ret;
+
+	ret = xrc_qp_to_rtr(ia, ini->qp, tgt, false);
 	if (ret)
 		goto err;
-	memset(&a, 0, sizeof(a));
 	a.qp_state = IBV_QPS_RTS;
 	a.timeout = 14;
 	a.retry_cnt = 7;
@@ -1302,7 +1335,7 @@ static void conn_fail(struct ofx_xrc_conn *xe)
 }
 
 /*
- * Owner lock held.  Sends the connection's DISC (`aux`: XRC_DISC_BROKEN or
+ * Owner lock held.  Sends the connection's DISC (`aux`: XRC_DISC_NO_FENCE or
  * 0) unless the peer is gone or was never known; 0 or a negative errno.
  */
 static int disc_send(struct ofx_xrc_conn *xe, uint32_t aux)
@@ -1399,11 +1432,16 @@ static void conn_stop_sending(struct ofx_xrc_conn *xe)
 			       xe);
 }
 
-/* Owner lock held.  After the fence: DISC, and the end once the peer's came. */
+/*
+ * Owner lock held.  After the fence: DISC, and the end once the peer's
+ * came.  A peer told not to fence sends none back: the teardown that
+ * told it does not wait (conn_wait), and releases the connection itself
+ * once its owner's completions are no longer reported.
+ */
 static void conn_after_fence(struct ofx_xrc_conn *xe)
 {
 	xe->state = XC_DISC_SENT;
-	if (!xe->peer_gone && disc_send(xe, 0))
+	if (!xe->peer_gone && disc_send(xe, xe->no_wait ? XRC_DISC_NO_FENCE : 0))
 		xe->peer_gone = true; /* no way to reach the peer */
 	if (xe->peer_disc || xe->peer_gone) {
 		conn_release(xe);
@@ -1614,7 +1652,24 @@ void ofx_xrc_conn_disconnect(struct ofx_xrc_conn *xe)
 
 /* ---- control message handling ------------------------------------------ */
 
-/* The listener side of an INI connection: a TGT QP for the sender. */
+/* Moves a new TGT QP to RTR towards INI QP `ini_qpn` (the model carrier). */
+static int tgt_qp_ready(struct ofx_ia *ia, struct ibv_qp *qp, uint32_t ini_qpn)
+{
+	int ret = xrc_qp_to_rtr(ia, qp, ini_qpn, true);
+
+	if (ret)
+		ofx_err("tgt qp 0x%x for ini qp 0x%x: %s", qp->qp_num, ini_qpn, strerror(ret));
+	else
+		ofx_xrc_log_qp("tgt", qp);
+	return -ret;
+}
+
+/*
+ * No lock held.  The listener side of an INI connection: a TGT QP for the
+ * sender.  One that cannot reach RTR is refused, not answered: it would
+ * discard whatever the INI QP sends (the sender's retries run out) and
+ * break every EP that the INI QP took meanwhile.
+ */
 static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ctl *a)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
@@ -1623,7 +1678,6 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
 		.xrcd = x->xrcd,
 	};
-	struct ibv_qp_attr qa = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
 	struct ofx_xrc_tgtqp *t;
 
 	a->verdict = XRC_V_REFUSED;
@@ -1640,30 +1694,21 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
 		free(t);
 		return;
 	}
-	/* a device carrier moves it with the connection's attributes */
-	if (!x->tp->drives_qps) {
-		qa.qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
-		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_INIT_MASK))
-			ofx_warn("xrc tgt qp 0x%x to init", t->qp->qp_num);
-		memset(&qa, 0, sizeof(qa));
-		qa.qp_state = IBV_QPS_RTR;
-		qa.path_mtu = IBV_MTU_1024;
-		qa.dest_qp_num = c->srqn_from;
-		qa.max_dest_rd_atomic = xrc_depth(ia->dev_attr.max_qp_rd_atom);
-		qa.min_rnr_timer = 12;
-		if (ofx_verbs->modify_qp(t->qp, &qa, XRC_TGT_RTR_MASK))
-			ofx_warn("xrc tgt qp 0x%x to rtr", t->qp->qp_num);
-		else
-			ofx_xrc_log_qp("tgt", t->qp);
-	}
 	t->qpn = t->qp->qp_num;
+	/* a device carrier moves it with the connection's attributes */
+	if (!x->tp->drives_qps && tgt_qp_ready(ia, t->qp, c->srqn_from)) {
+		tgt_free(t);
+		return;
+	}
 	t->created = true;
 	t->ini_open = true;
 	t->ini_qpn = c->srqn_from;
 	t->ini_tag = c->tag;
+	pthread_mutex_lock(&x->lock);
 	ofx_list_add_tail(&x->tgts, &t->link);
 	x->stats.tgt_created++;
 	x->stats.tgt_handles++;
+	pthread_mutex_unlock(&x->lock);
 	a->tgt = t->qpn;
 	a->verdict = XRC_V_OK;
 }
@@ -1723,11 +1768,14 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const str
 	xe->peer_port = c->port;
 	xe->state = XC_P_INI_WAIT;
 	ret = ini_get(ia, xe);
-	/* no INI QP for the way back: A must not wait for our BIND */
-	if (ret)
-		a->verdict = XRC_V_REFUSED;
 	if (!ret && xe->ini->state == INI_READY)
 		ret = conn_ini_ready(ia, xe);
+	/*
+	 * No INI QP (or BIND) for the way back: A must not wait for our BIND,
+	 * but its TGT is fine: its INI QP, shared with its other EPs, lives on.
+	 */
+	if (ret)
+		a->verdict = XRC_V_FAILED;
 	pthread_mutex_unlock(&x->lock);
 	if (ret)
 		conn_fail(xe);
@@ -1756,11 +1804,13 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const struct
 }
 
 /*
- * Owner lock held: the DISC of a peer whose connection broke.  Its SRQ is
- * gone, so no fence goes to it (a send naming a destroyed SRQ would move
- * our INI QP, and every EP on it, to error) and no DISC is awaited.
+ * Owner lock held: the DISC of a peer whose SRQ is gone or going without
+ * waiting for ours (its connection broke; its owner is going and nothing
+ * delivers our DISC to it meanwhile).  No fence goes to that SRQ (a send
+ * naming a destroyed SRQ would move our INI QP, and every EP on it, to
+ * error) and no DISC is awaited.
  */
-static void ctl_on_broken_disc(struct ofx_xrc_conn *xe)
+static void ctl_on_disc_no_fence(struct ofx_xrc_conn *xe)
 {
 	xe->peer_disc = xe->peer_gone = true;
 	switch (xe->state) {
@@ -1818,9 +1868,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	a.tag = x->tag;
 	a.port = x->port;
 	if (c.op == OFX_XRC_OP_INI) {
-		pthread_mutex_lock(&x->lock);
 		ctl_on_ini(ia, &c, &a);
-		pthread_mutex_unlock(&x->lock);
 		ctl_encode(&a, answer);
 		return 0;
 	}
@@ -1849,8 +1897,8 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 		ctl_on_bind(ia, xe, &c, &a);
 		break;
 	case OFX_XRC_OP_DISC:
-		if (c.aux & XRC_DISC_BROKEN)
-			ctl_on_broken_disc(xe);
+		if (c.aux & XRC_DISC_NO_FENCE)
+			ctl_on_disc_no_fence(xe);
 		else
 			ctl_on_disc(xe);
 		break;
@@ -2032,10 +2080,9 @@ static bool conn_changed(void *arg)
  * after it stopped, unit models) the request EVD's completion channel is
  * what wakes it.
  */
-static bool conn_wait(struct ofx_xrc_conn *xe, bool peer)
+static bool conn_wait(struct ofx_xrc_conn *xe, bool peer, uint64_t deadline)
 {
 	struct ofx_ia *ia = xe->ia;
-	uint64_t deadline = ofx_now_ns() + ia->cfg.cm_timeout_ms * 1000000ull;
 	struct conn_wait_arg w = { .xe = xe };
 
 	for (;;) {
@@ -2063,33 +2110,126 @@ static bool conn_wait(struct ofx_xrc_conn *xe, bool peer)
 	}
 }
 
+/* When a teardown or quiesce starting now stops waiting. */
+static uint64_t conn_deadline(const struct ofx_ia *ia)
+{
+	return ofx_now_ns() + ia->cfg.cm_timeout_ms * 1000000ull;
+}
+
 void ofx_xrc_conn_quiesce(struct ofx_xrc_conn *xe)
 {
-	conn_wait(xe, false);
+	conn_wait(xe, false, conn_deadline(xe->ia));
 	conn_reap(xe, true);
 }
 
-bool ofx_xrc_conn_close(struct ofx_xrc_conn *xe)
+/*
+ * Owner lock not held.  The first half of a teardown: the fence and DISC
+ * of a connected connection, the DISC of a pending one.
+ */
+static void conn_close_begin(struct ofx_xrc_conn *xe)
 {
-	bool clean;
-
 	conn_lock(xe);
 	xe->event_posted = true; /* the owner is going: no more events */
+	xe->no_wait = !xe->ia->progress;
 	if (xe->state == XC_CONNECTED)
 		conn_fence_and_disc(xe);
 	else if (conn_pending(xe))
 		conn_abort(xe);
 	conn_unlock(xe);
-	clean = conn_wait(xe, true);
+}
+
+/*
+ * Owner lock not held.  The second half: waits for the fence and the
+ * peer's DISC until `deadline`, then releases what is left.  False if the
+ * fence was given up on, now or by an earlier teardown (ia_close's).
+ */
+static bool conn_close_end(struct ofx_xrc_conn *xe, uint64_t deadline)
+{
+	bool clean = conn_wait(xe, true, deadline);
+
 	conn_lock(xe);
+	if (!clean)
+		xe->fence_abandoned = true;
 	if (xe->state != XC_CLOSED && xe->state != XC_IDLE && xe->state != XC_RC &&
 	    xe->state != XC_OFFERED) {
 		conn_release(xe);
 	} else if (xe->srq) {
 		xrc_srq_close(xe);
 	}
+	clean = !xe->fence_abandoned;
 	conn_unlock(xe);
 	return clean;
+}
+
+bool ofx_xrc_conn_close(struct ofx_xrc_conn *xe)
+{
+	conn_close_begin(xe);
+	return conn_close_end(xe, conn_deadline(xe->ia));
+}
+
+/* xrc->lock held.  The connections that exist, each with a busy count; NULL without memory. */
+static struct ofx_xrc_conn **conns_hold(struct ofx_xrc_ia *x, int *n_p)
+{
+	struct ofx_xrc_conn **conns;
+	struct ofx_list *pos, *tmp;
+	int n = 0;
+
+	ofx_list_for_each_safe(pos, tmp, &x->eps)
+		n++;
+	*n_p = 0;
+	conns = calloc(n ? n : 1, sizeof(*conns));
+	if (!conns)
+		return NULL;
+	ofx_list_for_each_safe(pos, tmp, &x->eps) {
+		struct ofx_xrc_conn *xe = container_of(pos, struct ofx_xrc_conn, link);
+
+		atomic_fetch_add(&xe->busy, 1);
+		conns[(*n_p)++] = xe;
+	}
+	return conns;
+}
+
+/*
+ * ia_close, before the progress thread stops: every connection ends as
+ * ep_free would end it, all fenced and told at once and then awaited
+ * together (one cm_timeout_ms), while the progress thread still delivers
+ * the peers' DISCs.  Torn down after the thread stopped, an EP could not
+ * wait for its peer's DISC: its SRQ would go while the peer may still
+ * send or fence to it, which kills the peer's INI QP and every EP on it.
+ */
+void ofx_xrc_ia_quiesce(struct ofx_ia *ia)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_conn **conns;
+	uint64_t deadline;
+	int n;
+
+	if (!x)
+		return;
+	pthread_mutex_lock(&x->lock);
+	conns = conns_hold(x, &n);
+	pthread_mutex_unlock(&x->lock);
+	if (!conns) {
+		/* each EP's teardown ends its connection, telling its peer not to fence */
+		ofx_warn("xrc: no memory to end the connections before the progress thread stops");
+		return;
+	}
+	for (int i = 0; i < n; i++)
+		conn_close_begin(conns[i]);
+	deadline = conn_deadline(ia);
+	/* their SRQs are reaped by each EP's teardown, its completions no longer reported */
+	for (int i = 0; i < n; i++) {
+		conn_close_end(conns[i], deadline);
+		ofx_waiter_count_put(&conns[i]->quiet, &conns[i]->busy);
+	}
+	free(conns);
+	/*
+	 * The INI QPs they held go now, so that INI-CLOSE tells each peer
+	 * while the progress thread can still carry it: after the thread
+	 * stopped it would not get there, and the TGT the peer made for the
+	 * INI QP would stay until the peer closes.
+	 */
+	xrc_reap(ia, true);
 }
 
 bool ofx_xrc_conn_forget(struct ofx_xrc_conn *xe)
@@ -2130,6 +2270,7 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *xe)
 		return -EBUSY;
 	xe->state = XC_IDLE;
 	xe->ack_ok = xe->bound = xe->peer_disc = xe->peer_gone = xe->fence_done = false;
+	xe->no_wait = false;
 	xe->event_posted = false;
 	xe->peer_srqn = xe->peer_tag = 0;
 	xe->peer_srqn_known = false;
@@ -2239,7 +2380,7 @@ static void eps_break(struct ofx_xrc_conn **eps, int n, bool async)
 			 * to our SRQ; we do not wait for it (nothing can be
 			 * ordered behind a dead INI QP).
 			 */
-			disc_send(o, XRC_DISC_BROKEN);
+			disc_send(o, XRC_DISC_NO_FENCE);
 			o->peer_gone = true;
 			conn_release(o);
 			conn_report(o, XRC_END_BROKEN, async);
@@ -2253,6 +2394,24 @@ static void eps_break(struct ofx_xrc_conn **eps, int n, bool async)
 		xrc_reap(ia, false);
 }
 
+/*
+ * xrc->lock held.  The INI QP a send completion came from.  Not the
+ * connection's: it may have ended before its error was polled (the peer's
+ * broken DISC came first) while other EPs still sit on the dead QP.
+ */
+static struct ofx_xrc_ini *ini_of_qpn(struct ofx_xrc_ia *x, uint32_t qpn)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, &x->inis) {
+		struct ofx_xrc_ini *ini = container_of(pos, struct ofx_xrc_ini, link);
+
+		if (ini->qp->qp_num == qpn)
+			return ini;
+	}
+	return NULL;
+}
+
 /* A completion in error on the connection's queues (not the fence's success). */
 static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is_recv)
 {
@@ -2263,7 +2422,7 @@ static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is
 
 	/* a receive error concerns this connection only; a send error kills the INI QP */
 	pthread_mutex_lock(&x->lock);
-	ini = is_recv ? NULL : xe->ini;
+	ini = is_recv ? NULL : ini_of_qpn(x, wc->qp_num);
 	if (ini)
 		broken = ini_kill(ini, &n); /* NULL without memory: only this one is told */
 	if (!broken) {
@@ -2273,7 +2432,7 @@ static void conn_error(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, bool is
 		n = 1;
 	}
 	pthread_mutex_unlock(&x->lock);
-	ofx_warn("xrc %s error %s on srq 0x%x: %d ep(s) broken", ini ? "send" : "recv",
+	ofx_warn("xrc %s error %s on srq 0x%x: %d ep(s) broken", is_recv ? "recv" : "send",
 		 ibv_wc_status_str(wc->status), xe->srqn, n);
 	eps_break(broken, n, false);
 	if (broken != one)

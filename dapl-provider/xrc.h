@@ -107,9 +107,11 @@ struct ofx_evd;
  *    srqn) and learns A's srqn from srqn_from.  P verifies T_A
  *    (ibv_open_qp() in its own domain, unless it holds
  *    a handle to that TGT already) and answers CONFIRM-ACK with its
- *    verdict (OK, or REFUSED: P's EP then fails), or status UNKNOWN if it
- *    has no EP waiting for that srqn pair.  A fails its EP on anything but
- *    OK.  A connection that fails before it is established reports
+ *    verdict (OK; REFUSED: T_A is not in P's domain; FAILED: T_A is fine
+ *    but P cannot go on, having no INI QP of its own to A; P's EP fails on
+ *    either), or status UNKNOWN if it has no EP waiting for that srqn pair.
+ *    A fails its EP on anything but OK; only REFUSED also condemns its INI
+ *    QP (section 7).  A connection that fails before it is established reports
  *    NON_PEER_REJECTED on A and ACCEPT_COMPLETION_ERROR on P.
  *
  * 4. BIND.  After an OK CONFIRM, P gets an INI QP for A's key in the same
@@ -132,7 +134,9 @@ struct ofx_evd;
  *    sender's, aux: the tag it expects} to the peer's service port.  The
  *    receiver checks aux against its own tag (REFUSED if it differs),
  *    creates a TGT QP (XRC_RECV) in its domain, moves it to RTR towards the
- *    INI QP and answers INI-ACK {tgt: T, verdict OK}.  The sender moves its
+ *    INI QP and answers INI-ACK {tgt: T, verdict OK}; a TGT it cannot make
+ *    or move to RTR is destroyed and the answer is REFUSED (a TGT out of
+ *    RTR discards what reaches it: the INI QP's retries would run out).  The sender moves its
  *    INI QP to RTS towards T (section 11 says with which attributes).
  *    This is the only QP pair XRC creates; every further EP between the
  *    two nodes (and domains) attaches with steps 1-4 only.  An INI QP whose
@@ -154,11 +158,21 @@ struct ofx_evd;
  *    presumed gone).  ep_free
  *    waits for the fence and (with a progress thread) the peer's DISC at
  *    most cm_timeout_ms; an EP whose fence did not complete keeps its
- *    memory until ia_close.  dat_ep_reset waits for a fence in flight
- *    first.  An SRQ that served a connection is destroyed only after the
- *    recv EVD's CQ is drained (mlx5 leaves a destroyed SRQ's CQEs in the
- *    CQ and the poll that meets one fails with its whole batch): the EP's
- *    completions are reported, or dropped when it is being freed.
+ *    memory until ia_close.  A teardown that nothing can deliver the
+ *    peer's DISC to meanwhile (no progress thread) sends its DISC with
+ *    aux 1 and does not wait: its SRQ goes at once, and the peer, told not
+ *    to fence to it, ends its side without touching it.  ia_close ends
+ *    every XRC connection before it stops the progress thread
+ *    (ofx_xrc_ia_quiesce): all are fenced and told at once, and the peers'
+ *    DISCs awaited together, at most cm_timeout_ms.  What a teardown
+ *    cannot prevent: a peer whose sends or fence are still in flight when
+ *    the SRQ goes (the wait ran out, or the peer had not read our DISC
+ *    yet when its own teardown fenced) loses its INI QP (section 10).
+ *    dat_ep_reset waits for a fence in flight first.  An SRQ that served
+ *    a connection is destroyed only after the recv EVD's CQ is drained
+ *    (mlx5 leaves a destroyed SRQ's CQEs in the CQ and the poll that meets
+ *    one fails with its whole batch): the EP's completions are reported,
+ *    or dropped when it is being freed.
  *    Receives still posted when the SRQ goes are dropped
  *    without events; receives posted afterwards wait in the EP for the
  *    next connection, and dat_ep_reset drops them without events (as it
@@ -166,10 +180,10 @@ struct ofx_evd;
  *    shared INI QP to the error state, which is why no SRQ goes before its
  *    peer is done.  Disconnecting (or ep_free) before CONNECTED sends DISC
  *    without a fence, reports DISCONNECTED at once and does not wait.
- *    A connection that broke (section 10) sends DISC with aux 1: its SRQ
- *    is gone, so the peer posts no fence (it would name that SRQ and move
- *    the peer's own INI QP to error), reports DISCONNECTED and waits for
- *    no DISC in return.
+ *    DISC with aux 1 says the sender's SRQ is gone or goes without waiting
+ *    (its connection broke, section 10, or its teardown cannot wait): the
+ *    peer posts no fence (it would name that SRQ and move the peer's own
+ *    INI QP to error), reports DISCONNECTED and sends no DISC in return.
  *
  * Control message, 32 bytes, network byte order:
  *        0  u16 magic        0x4F58
@@ -183,10 +197,13 @@ struct ofx_evd;
  *       20  u32 tgt          CONFIRM: T_A; BIND: T_P; INI-ACK: T; else 0
  *       24  u16 port         the sender's service port
  *       26  u8  verdict      answers: 0 none, 1 OK, 2 REFUSED (on the
- *                            request's TGT, or INI: the TGT was not made)
+ *                            request's TGT, or INI: no TGT in RTR was made),
+ *                            3 FAILED (CONFIRM: the TGT is fine, the
+ *                            receiver cannot go on)
  *       27  u8  status       answers: 0 OK, 1 UNKNOWN (no such EP)
  *       28  u32 aux          INI: the tag expected at the receiver;
- *                            DISC: 1 if the sender's connection broke
+ *                            DISC: 1 if the sender's SRQ is gone or goes
+ *                            now (no fence to it, no DISC back)
  * An answer swaps srqn_from and srqn_to and carries the answerer's tag and
  * port.  The carrier delivers a request with ofx_xrc_ctl_request() at the
  * receiver, which returns the answer at once, and hands the answer (or
@@ -239,12 +256,28 @@ struct ofx_evd;
  *    ordering comes from steps 3-4.
  *
  * 10. Failures.  A send completion in error (other than a flush) on an INI
- *    QP kills it: every EP bound to it reports BROKEN (the peer's SRQ
- *    number may be gone: a peer process that died without disconnecting,
- *    whose SRQ even the fence then names; a TGT destroyed under 2b; an RNR
- *    beyond the retry count; a bad rkey).
- *    A receive completion in error breaks only its EP.  XRC trades this
- *    fate sharing for one QP per node instead of per EP.
+ *    QP kills it: every EP bound to it reports BROKEN, gets a FLUSHED
+ *    completion for each DTO it still has outstanding, and its peer gets a
+ *    DISC with aux 1 (it reports DISCONNECTED).  Causes: the peer's SRQ
+ *    number is gone (a peer process that died without disconnecting, whose
+ *    SRQ even the fence then names); a TGT destroyed under 2b; an RNR
+ *    beyond the retry count; a bad rkey; a message longer than the receive
+ *    it lands in (below).  The INI QP is the one the completion names
+ *    (wc.qp_num), not the EP's: the EP's connection may have ended already
+ *    (its peer's DISC with aux 1 came first: it reported DISCONNECTED) while
+ *    other EPs are still bound to the dead QP.
+ *    A receive completion in error breaks only its EP (BROKEN, and a DISC
+ *    with aux 1 to its peer): the receiver's own INI QPs are not involved.
+ *    An undersized receive is both at once: the responder completes the
+ *    receive with a local length error (the receiving EP gets
+ *    DAT_DTO_ERR_LOCAL_LENGTH) and NAKs the message as an invalid request,
+ *    so the sender's WR fails with REM_INV_REQ_ERR
+ *    (DAT_DTO_ERR_REMOTE_RESPONDER) and its INI QP dies as above.  One
+ *    receive too small thus ends every connection of the sending IA that
+ *    shares that INI QP, and their peers'; the sending EP and the receiving
+ *    EP each report BROKEN, or DISCONNECTED if the other's DISC arrived
+ *    before their own error was polled.  XRC trades this fate sharing for
+ *    one QP per node instead of per EP.
  *
  * 11. Carrier.  On a device (xrc_cm.c) the IA binds two rdma_cm listeners
  *    on its address with one port number, q: RDMA_PS_IB and RDMA_PS_UDP.
@@ -334,7 +367,9 @@ struct ofx_xrc_transport {
  * owned by another user without xrcd_foreign=yes, fails it with a log line
  * (-EACCES, -EPERM, -ENOENT, ...).  ofx_xrc_set_transport installs the
  * carrier and the service port (before any EP is created).
- * ofx_xrc_ia_quiesce is a no-op kept for the progress-thread shutdown.
+ * ofx_xrc_ia_quiesce (ia_close, before the progress thread stops; NULL-safe)
+ * ends every XRC connection as ep_free would, the peers' DISCs awaited
+ * together (step 6).
  * ofx_xrc_ia_close (after every EP is destroyed) releases INI and TGT QPs
  * and the domain; NULL-safe.
  */

@@ -349,6 +349,7 @@ struct fake_qp *fake_qp_new(struct ibv_context *ctx, const struct ibv_qp_init_at
 	f->qp.qp_context = attr->qp_context;
 	f->qp.qp_type = attr->qp_type;
 	f->qp.srq = attr->srq;
+	f->qp.pd = attr->pd;
 	f->qp.send_cq = attr->send_cq;
 	f->qp.recv_cq = attr->recv_cq;
 	f->qp.state = IBV_QPS_RESET;

@@ -23,7 +23,7 @@
  * struct with a send ring on a bare IA, and a verbs model captures the WR.
  */
 
-static DAT_RETURN ext_call(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
+DAT_RETURN ofx_test_ext_call(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
 {
 	DAT_RETURN status;
 	va_list args;
@@ -34,7 +34,8 @@ static DAT_RETURN ext_call(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...)
 	return status;
 }
 
-#define dat_extension_op ext_call
+#define ext_call ofx_test_ext_call
+#define dat_extension_op ofx_test_ext_call
 
 #define RING_SIZE 8
 #define MAX_SGE 4

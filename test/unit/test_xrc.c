@@ -25,6 +25,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/stat.h>
+#include <dat2/dat_ib_extensions.h>
 
 /*
  * XRC-backed EPs against the XRC model (xrc_model.h): several nodes, several
@@ -33,18 +34,28 @@
  */
 
 #define MSG_LEN 64
+/* RESET->INIT of any QP type: the kernel requires the access flags of each */
+#define XM_RC_INIT_MASK \
+	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
 #define NBUF 512
 
-static char bufs[NBUF][MSG_LEN];
+/*
+ * The buffers of post_recv and send_msg, registered in each process's PZ
+ * (xm_lkey): the model fails a WR whose segments no MR of its PD covers.
+ */
+static struct {
+	char recv[NBUF][MSG_LEN];
+	char send[NBUF][MSG_LEN];	/* reused round robin: the model copies at post */
+} mem;
 static uint64_t buf_cookie[NBUF];	/* the cookie each buffer was posted with */
 static struct ofx_ep *buf_ep[NBUF];	/* and the EP */
-static int nbuf;
+static int nbuf, nsend;
 static char domfile[4][64];
 
 static void setup(int nodes)
 {
 	xm_init();
-	nbuf = 0;
+	nbuf = nsend = 0;
 	for (int i = 0; i < nodes && i < 4; i++) {
 		snprintf(domfile[i], sizeof(domfile[i]), "/tmp/ofx-xrc-test-%d-node%d.xrcd",
 			 (int)getpid(), i);
@@ -67,31 +78,49 @@ static struct ofx_xrc_stats stats(struct xm_proc *p)
 	return s;
 }
 
-static void post_recv(struct ofx_ep *ep, uint64_t cookie)
+/* The lkey of `mem` in the PZ of `ep`'s process. */
+static DAT_LMR_CONTEXT lkey_of(const struct ofx_ep *ep)
+{
+	return xm_lkey(xm_proc_of(ep), &mem, sizeof(mem));
+}
+
+/* A receive of `len` bytes (at most MSG_LEN) into the next buffer. */
+static void post_recv_len(struct ofx_ep *ep, uint64_t cookie, DAT_VLEN len)
 {
 	DAT_LMR_TRIPLET iov;
 	DAT_DTO_COOKIE c = { .as_64 = cookie };
 
-	CU_ASSERT_FATAL(nbuf < NBUF);
-	memset(bufs[nbuf], 0, MSG_LEN);
+	CU_ASSERT_FATAL(nbuf < NBUF && len <= MSG_LEN);
+	memset(mem.recv[nbuf], 0, MSG_LEN);
 	buf_cookie[nbuf] = cookie;
 	buf_ep[nbuf] = ep;
-	iov.lmr_context = 1;
-	iov.virtual_address = (uintptr_t)bufs[nbuf++];
-	iov.segment_length = MSG_LEN;
+	iov.lmr_context = lkey_of(ep);
+	iov.virtual_address = (uintptr_t)mem.recv[nbuf++];
+	iov.segment_length = len;
 	CU_ASSERT_EQUAL(ofx_ep_post_recv(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
 			DAT_SUCCESS);
 }
 
-static DAT_RETURN send_msg(struct ofx_ep *ep, const char *text, uint64_t cookie)
+static void post_recv(struct ofx_ep *ep, uint64_t cookie)
 {
-	char buf[MSG_LEN];
-	DAT_LMR_TRIPLET iov = { .lmr_context = 1, .virtual_address = (uintptr_t)buf,
+	post_recv_len(ep, cookie, MSG_LEN);
+}
+
+static DAT_RETURN send_msg_flags(struct ofx_ep *ep, const char *text, uint64_t cookie,
+				 DAT_COMPLETION_FLAGS flags)
+{
+	char *buf = mem.send[nsend++ % NBUF];
+	DAT_LMR_TRIPLET iov = { .lmr_context = lkey_of(ep), .virtual_address = (uintptr_t)buf,
 				.segment_length = (DAT_VLEN)strlen(text) + 1 };
 	DAT_DTO_COOKIE c = { .as_64 = cookie };
 
-	snprintf(buf, sizeof(buf), "%s", text);
-	return ofx_ep_post_send(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG);
+	snprintf(buf, MSG_LEN, "%s", text);
+	return ofx_ep_post_send(ep, 1, &iov, c, flags);
+}
+
+static DAT_RETURN send_msg(struct ofx_ep *ep, const char *text, uint64_t cookie)
+{
+	return send_msg_flags(ep, text, cookie, DAT_COMPLETION_DEFAULT_FLAG);
 }
 
 /* The buffer posted last on `ep` with `cookie`. */
@@ -99,7 +128,7 @@ static const char *buf_of(const struct ofx_ep *ep, uint64_t cookie)
 {
 	for (int b = nbuf - 1; b >= 0; b--)
 		if (buf_cookie[b] == cookie && buf_ep[b] == ep)
-			return bufs[b];
+			return mem.recv[b];
 	return "";
 }
 
@@ -123,6 +152,29 @@ static void expect_empty(struct ofx_evd *evd)
 	DAT_EVENT ev;
 
 	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(evd, &ev)), DAT_QUEUE_EMPTY);
+}
+
+/* The next event of `evd` completes a DTO of `ep` with `cookie` and `status`. */
+#define expect_dto(evd, ep, cookie, status) expect_dto_at(evd, ep, cookie, status, __LINE__)
+static void expect_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
+			  DAT_DTO_COMPLETION_STATUS status, int line)
+{
+	DAT_DTO_COMPLETION_EVENT_DATA *d;
+	DAT_EVENT ev;
+
+	if (ofx_evd_dequeue(evd, &ev) != DAT_SUCCESS) {
+		fprintf(stderr, "no dto event at line %d\n", line);
+		CU_FAIL_FATAL("no dto event");
+	}
+	d = &ev.event_data.dto_completion_event_data;
+	if (d->user_cookie.as_64 != cookie || d->status != status)
+		fprintf(stderr, "dto cookie %llu status %d, expected %llu %d at line %d\n",
+			(unsigned long long)d->user_cookie.as_64, d->status,
+			(unsigned long long)cookie, status, line);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
+	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
+	CU_ASSERT_EQUAL(d->status, status);
 }
 
 /* Every send completion on `p`'s request EVD is a success; returns how many. */
@@ -156,6 +208,45 @@ static void expect_conn_at(struct xm_proc *p, struct ofx_ep *ep, DAT_EVENT_NUMBE
 	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, ep);
 }
 
+/*
+ * S9: the QP counts XRC is for, in one check.  No RC QP anywhere (every
+ * connection runs over XRC); process p[i] holds ini[i] INI QPs, as the
+ * device counts them and as its provider does (one per remote node it
+ * reaches: N-1 in an all-to-all while the EPs' queues fit one); node k
+ * holds tgts[k] TGT QPs:
+ *     expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+ */
+#define PROCS(...) ((struct xm_proc *[]){ __VA_ARGS__ })
+#define COUNTS(...) ((int[]){ __VA_ARGS__ })
+#define expect_qp_counts(p, ini, tgts) \
+	expect_qp_counts_at(p, ini, (int)(sizeof(ini) / sizeof(int)), tgts, \
+			    (int)(sizeof(tgts) / sizeof(int)), __LINE__)
+static void expect_qp_counts_at(struct xm_proc *const *p, const int *ini, int np,
+				const int *tgts, int nnodes, int line)
+{
+	int rc = xm_live_qps(IBV_QPT_RC);
+
+	if (rc)
+		fprintf(stderr, "%d rc qp(s) at line %d\n", rc, line);
+	CU_ASSERT_EQUAL(rc, 0);
+	for (int i = 0; i < np; i++) {
+		int dev = xm_proc_inis(p[i]);
+		unsigned long live = stats(p[i]).ini_live;
+
+		if (dev != ini[i] || live != (unsigned long)ini[i])
+			fprintf(stderr, "process %d: %d ini qp(s), ini_live %lu, expected %d "
+				"at line %d\n", i, dev, live, ini[i], line);
+		CU_ASSERT_EQUAL(dev, ini[i]);
+		CU_ASSERT_EQUAL(live, (unsigned long)ini[i]);
+	}
+	for (int k = 0; k < nnodes; k++) {
+		if (xm_tgts_on_node(k) != tgts[k])
+			fprintf(stderr, "node %d: %d tgt qp(s), expected %d at line %d\n", k,
+				xm_tgts_on_node(k), tgts[k], line);
+		CU_ASSERT_EQUAL(xm_tgts_on_node(k), tgts[k]);
+	}
+}
+
 /* A connected pair with `n` receives posted on each side. */
 static void pair(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct ofx_ep *eb,
 		 int n)
@@ -187,6 +278,22 @@ static void open_connected_pair(struct xm_proc **a, struct ofx_ep **ea, struct x
 {
 	open_pair(a, ea, b, eb);
 	pair(*a, *ea, *b, *eb, 1);
+}
+
+/*
+ * open_pair and a second EP pair beside the first: e1 and e2 of A share
+ * A's INI QP to B, f1 and f2 B's INI QP back; n1 (n2) receives posted on
+ * each side of the first (second) pair.
+ */
+static void open_shared_pairs(struct xm_proc **a, struct xm_proc **b, struct ofx_ep **e1,
+			      struct ofx_ep **f1, struct ofx_ep **e2, struct ofx_ep **f2, int n1,
+			      int n2)
+{
+	open_pair(a, e1, b, f1);
+	*e2 = xm_ep_new(*a);
+	*f2 = xm_ep_new(*b);
+	pair(*a, *e1, *b, *f1, n1);
+	pair(*a, *e2, *b, *f2, n2);
 }
 
 /*
@@ -386,6 +493,7 @@ static void test_second_ep_to_a_node_attaches_without_a_new_qp_pair(void)
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_RECV), 2);
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 0), COUNTS(1, 1));
 
 	/* another process of node 1: A's INI QP and B1's TGT serve it too */
 	e2 = xm_ep_new(a);
@@ -396,6 +504,7 @@ static void test_second_ep_to_a_node_attaches_without_a_new_qp_pair(void)
 	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);	/* B2 has no INI to node 0 yet */
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 3);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_RECV), 3);
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 	CU_ASSERT_EQUAL(send_msg(e2, "to b2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e1, "to b1", 2), DAT_SUCCESS);
 	expect_recv(b2, f2, 2000, "to b2");
@@ -409,12 +518,8 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 4);
-	pair(a, e2, b, f2, 4);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 4, 4);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "last", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -427,8 +532,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
 	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	/* the shared INI QPs stay for the second pair */
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
-	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
 	CU_ASSERT_EQUAL(send_msg(e2, "still here", 3), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f2, "me too", 4), DAT_SUCCESS);
@@ -441,6 +545,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	f1 = xm_ep_new(b);
 	pair(a, e1, b, f1, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(send_msg(e1, "again", 5), DAT_SUCCESS);
 	expect_recv(b, f1, 2000, "again");
 
@@ -448,8 +553,7 @@ static void test_disconnecting_one_ep_leaves_the_others_working(void)
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e2, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
-	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
 	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
 	teardown(2);
 }
@@ -468,6 +572,7 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	open_two_peers(mode, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
 	CU_ASSERT_EQUAL(stats(b2).tgt_opened, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 
 	/* B1 disconnects and closes: its TGT creator handle goes */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -479,10 +584,9 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 	xm_pump();
 	if (mode == OFX_XRC_TGT_DOMAIN) {
 		/* 2a: B2's handle keeps the TGT alive */
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
 		expect_recv(b2, f2, 2000, "after b1");
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
-		CU_ASSERT_EQUAL(stats(a).ini_live, 1);
 	} else {
 		/* 2b: the TGT died with B1, A's INI QP breaks, and its EP */
 		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
@@ -493,10 +597,12 @@ static void tgt_lifetime(enum ofx_xrc_tgt mode)
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
 		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);	/* told */
 		CU_ASSERT_EQUAL(e2->state, OFX_EP_DISCONNECTED);
-		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+		expect_qp_counts(PROCS(a, b2), COUNTS(0, 0), COUNTS(0, 0));
 		/* a new EP to node 1 gets a fresh INI QP */
 		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
+		expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
+
 	}
 	teardown(2);
 }
@@ -515,17 +621,13 @@ static void test_empty_srq_holds_messages_then_rnr_breaks_the_ini_qp(void)
 {
 	struct xm_proc *a, *b;
 	struct ofx_ep *e1, *f1, *e2, *f2;
-	DAT_LMR_TRIPLET iov = { .lmr_context = 1, .virtual_address = (uintptr_t)bufs[0],
-				.segment_length = 8 };
+	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)mem.recv[0], .segment_length = 8 };
 	DAT_DTO_COOKIE c = { .as_64 = 0 };
 	int i;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 0);
-	pair(a, e2, b, f2, 0);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 0, 0);
+	iov.lmr_context = lkey_of(f1);
 
 	/* the SRQ takes max_recv_dtos receives, no more */
 	for (i = 0; i < 9; i++)	/* max_recv_dtos + 1, as the RC QP */
@@ -572,10 +674,13 @@ static void test_peer_gone_breaks_every_ep_on_its_ini_qp(void)
 	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
 	(void)f2;
+	/* A's TGT for the dead B2's INI QP waits for an INI-CLOSE that never comes */
+	expect_qp_counts(PROCS(a, b1), COUNTS(0, 0), COUNTS(1, 0));
 
 	/* a new connection to B1 works over a fresh INI QP */
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	pair_over_new_ini(a, b1, 2);
+	expect_qp_counts(PROCS(a, b1), COUNTS(1, 1), COUNTS(2, 1));
 	teardown(2);
 }
 
@@ -810,7 +915,7 @@ static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
 	pair(a, e2, b2, f2, 2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
-	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 3);
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 
 	CU_ASSERT_EQUAL(send_msg(e1, "over cm 1", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(e2, "over cm 2", 2), DAT_SUCCESS);
@@ -826,6 +931,9 @@ static void test_rdma_cm_carrier_connects_shares_and_disconnects(void)
 	CU_ASSERT_EQUAL(send_msg(e2, "still", 4), DAT_SUCCESS);
 	expect_recv(b2, f2, 2001, "still");
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 0);
+	/* B1's INI QP went with its only EP, and A's TGT for it */
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 0, 1), COUNTS(1, 1));
+
 	teardown(2);
 }
 
@@ -842,7 +950,7 @@ static void test_rdma_cm_carrier_gives_up_after_its_tries(void)
 	CU_ASSERT_EQUAL(stats(a).ctl_sent, 1);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
 	CU_ASSERT_EQUAL(fake_cm.connects, OFX_XRC_CTL_TRIES);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	expect_qp_counts(PROCS(a), COUNTS(0), COUNTS(0, 0));
 	teardown(2);
 }
 
@@ -1095,6 +1203,12 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_RTR, rtr));
 		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_RTS, IBV_QPS_ERR, IBV_QP_STATE));
 		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RTS, IBV_QPS_ERR, init));
+		/* M1: RESET leads to RESET and INIT only; every other state may go to ERR */
+		CU_ASSERT_FALSE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_RESET, IBV_QPS_RESET, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_INIT, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_ERR, IBV_QPS_ERR, IBV_QP_STATE));
+		CU_ASSERT_TRUE(xm_modify_allowed(type, IBV_QPS_ERR, IBV_QPS_RESET, IBV_QP_STATE));
 	}
 	/* INIT->RTR: responder attributes required of RC and TGT, refused of the INI */
 	CU_ASSERT_TRUE(xm_modify_allowed(IBV_QPT_RC, IBV_QPS_INIT, IBV_QPS_RTR, rtr | resp));
@@ -1126,6 +1240,9 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 	ini.pd = a->pz.pd;
 	qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(qp);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &(struct ibv_qp_attr){ .qp_state = IBV_QPS_ERR },
+					     IBV_QP_STATE),
+			EINVAL);
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init & ~IBV_QP_ACCESS_FLAGS), EINVAL);
 	CU_ASSERT_EQUAL(qp->state, IBV_QPS_RESET);
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, init), 0);
@@ -1137,6 +1254,74 @@ static void test_model_refuses_masks_the_kernel_refuses(void)
 	attr.max_rd_atomic = 1;
 	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(qp, &attr, rts), 0);
 	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(qp), 0);
+	teardown(1);
+}
+
+/* One receive of 8 bytes (the buffer is never written: nothing is sent). */
+static int post_one_recv(struct ibv_qp *qp)
+{
+	static char buf[8];
+	struct ibv_sge sge = { .addr = (uintptr_t)buf, .length = sizeof(buf) };
+	struct ibv_recv_wr wr = { .wr_id = 1, .sg_list = &sge, .num_sge = 1 }, *bad = NULL;
+	int ret = ofx_verbs->post_recv(qp, &wr, &bad);
+
+	CU_ASSERT_PTR_EQUAL(bad, ret ? &wr : NULL);
+	return ret;
+}
+
+/*
+ * M3: an XRC QP has no receive queue (receives go to XRC SRQs): the model
+ * refuses ibv_post_recv on an INI QP and on a TGT QP, as it does on an RC
+ * QP still in RESET; an RC QP in INIT takes it.
+ */
+static void test_model_refuses_receives_on_xrc_qps(void)
+{
+	struct ibv_qp_attr init = { .qp_state = IBV_QPS_INIT, .port_num = 1 };
+	struct ibv_xrcd_init_attr xa = { .comp_mask = IBV_XRCD_INIT_ATTR_FD |
+						      IBV_XRCD_INIT_ATTR_OFLAGS,
+					 .fd = -1, .oflags = O_CREAT };
+	struct ibv_qp_init_attr_ex ia = { .qp_type = IBV_QPT_XRC_SEND,
+					  .comp_mask = IBV_QP_INIT_ATTR_PD,
+					  .cap = { .max_send_wr = 4, .max_send_sge = 1 } };
+	struct ibv_qp *ini, *tgt, *rc;
+	struct ibv_xrcd *xrcd;
+	struct xm_proc *a;
+
+	setup(1);
+	a = xm_proc_open(0, "", OFX_XRC_TGT_DOMAIN);
+	ia.send_cq = ofx_evd_cq(a->req_evd);
+	ia.pd = a->pz.pd;
+	ini = ofx_verbs->create_qp_ex(a->ia.verbs, &ia);
+	xrcd = ofx_verbs->open_xrcd(a->ia.verbs, &xa);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xrcd);
+	ia = (struct ibv_qp_init_attr_ex){ .qp_type = IBV_QPT_XRC_RECV,
+					   .comp_mask = IBV_QP_INIT_ATTR_XRCD, .xrcd = xrcd };
+	tgt = ofx_verbs->create_qp_ex(a->ia.verbs, &ia);
+	ia = (struct ibv_qp_init_attr_ex){ .qp_type = IBV_QPT_RC, .comp_mask = IBV_QP_INIT_ATTR_PD,
+					   .pd = a->pz.pd, .send_cq = ofx_evd_cq(a->req_evd),
+					   .recv_cq = ofx_evd_cq(a->recv_evd),
+					   .cap = { .max_send_wr = 4, .max_send_sge = 1,
+						    .max_recv_wr = 4, .max_recv_sge = 1 } };
+	rc = ofx_verbs->create_qp_ex(a->ia.verbs, &ia);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(tgt);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(rc);
+
+	CU_ASSERT_EQUAL(post_one_recv(ini), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(tgt), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(rc), -EINVAL);	/* RESET */
+	init.qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(ini, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(tgt, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(rc, &init, XM_RC_INIT_MASK), 0);
+	CU_ASSERT_EQUAL(post_one_recv(ini), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(tgt), -EINVAL);
+	CU_ASSERT_EQUAL(post_one_recv(rc), 0);
+	CU_ASSERT_EQUAL(xm_rc_recvs(), 1);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(rc), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(tgt), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(ini), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->close_xrcd(xrcd), 0);
 	teardown(1);
 }
 
@@ -1250,6 +1435,7 @@ static void test_rdma_cm_carrier_negotiates_read_depths(void)
 	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(0, 0, NULL)), 4);
 	CU_ASSERT_EQUAL(xm_tgt_max_dest_rd_atomic(0), 4);
 	CU_ASSERT_EQUAL(xm_qp_max_rd_atomic(xm_ini_qp(1, 0, NULL)), 4);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(send_msg(ea, "deep", 1), DAT_SUCCESS);
 	expect_recv(b, eb, 2000, "deep");
 	teardown(2);
@@ -1372,9 +1558,9 @@ static void test_rc_accept_grants_the_depths_the_peer_asked(void)
 /* A bind would go to the EP's idle RC QP and never complete: refused at once. */
 static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
 {
-	static char mem[256];
-	DAT_REGION_DESCRIPTION region = { .for_va = mem };
-	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)mem, .segment_length = 64 };
+	static char win_mem[256];
+	DAT_REGION_DESCRIPTION region = { .for_va = win_mem };
+	DAT_LMR_TRIPLET iov = { .virtual_address = (uintptr_t)win_mem, .segment_length = 64 };
 	DAT_RMR_COOKIE cookie = { .as_64 = 9 };
 	DAT_LMR_HANDLE lmr;
 	DAT_LMR_CONTEXT lkey;
@@ -1389,7 +1575,7 @@ static void test_rmr_bind_on_an_xrc_connection_is_refused(void)
 	a->ia.dev_attr.max_mw = 16;
 	a->req_evd->flags |= DAT_EVD_RMR_BIND_FLAG;
 	pair(a, ea, b, eb, 1);
-	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&a->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(mem),
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&a->ia, DAT_MEM_TYPE_VIRTUAL, region, sizeof(win_mem),
 					     &a->pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr,
 					     &lkey, NULL, NULL, NULL),
 			      DAT_SUCCESS);
@@ -1424,14 +1610,7 @@ static void test_async_events_on_an_ini_qp(void)
 	int broken = 0;
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 1);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
 	ini = xm_ini_qp(0, 0, NULL);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
@@ -1465,7 +1644,11 @@ static void test_async_events_on_an_ini_qp(void)
 /*
  * mlx5 leaves a destroyed SRQ's CQEs in the CQ, and the poll that meets one
  * fails with the completions it had taken before it: freeing an EP with
- * unpolled receives must not cost the EP that shares its recv EVD.
+ * unpolled receives must not cost the EP that shares its recv EVD.  Nor
+ * may its SRQ going cost f1's node the INI QP f1 shares with f2 (G3):
+ * e1's ep_free cannot wait for f1's DISC (no progress thread), so f1 must
+ * not fence into e1's destroyed SRQ.  e2 and f2 stay CONNECTED and carry
+ * messages both ways.
  */
 static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 {
@@ -1473,11 +1656,7 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 	struct ofx_ep *e1, *f1, *e2, *f2;
 
 	setup(2);
-	open_pair(&a, &e1, &b, &f1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b);
-	pair(a, e1, b, f1, 1);
-	pair(a, e2, b, f2, 1);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
 	/* e2's completion first, e1's behind it in the same batch */
 	CU_ASSERT_EQUAL(send_msg(f2, "for e2", 1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(send_msg(f1, "for e1", 2), DAT_SUCCESS);
@@ -1488,6 +1667,19 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 	CU_ASSERT_EQUAL(fake_cq_pending(a->recv_evd), 0);
 	expect_recv(a, e2, 1000, "for e2");
 	expect_empty(a->recv_evd);	/* e1's went with it */
+	/* f1 is told; the others are untouched */
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 1);
+	post_recv(e2, 1001);
+	CU_ASSERT_EQUAL(send_msg(e2, "e2 lives", 3), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "f2 lives", 4), DAT_SUCCESS);
+	expect_recv(b, f2, 2000, "e2 lives");
+	expect_recv(a, e2, 1001, "f2 lives");
 	teardown(2);
 }
 
@@ -1574,11 +1766,13 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 	setup(2);
 	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	xm_proc_close(b1);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+	/* A's INI QP, still e2's, now leads to no TGT */
+	expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 0));
 
 	e3 = xm_ep_new(a);
 	f3 = xm_ep_new(b2);
@@ -1588,6 +1782,8 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 	CU_ASSERT_EQUAL(stats(b2).refused, 1);
 
 	pair_over_new_ini(a, b2, 2);
+	/* the DEAD INI QP stays with e2 until e2 goes; the new one has its TGT */
+	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
 	teardown(2);
 }
 
@@ -1616,6 +1812,7 @@ static void test_broken_connection_tells_the_peer(void)
 	pair(a, e2, b, f2, 1);
 	pair(c, e3, b, f3, 2);
 	CU_ASSERT_EQUAL(stats(b).ini_created, 1);
+	expect_qp_counts(PROCS(a, c, b), COUNTS(1, 1, 1), COUNTS(1, 2));
 
 	xm_async_qp_event(a, xm_ini_qp(0, 0, NULL), IBV_EVENT_QP_FATAL);
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
@@ -1629,6 +1826,7 @@ static void test_broken_connection_tells_the_peer(void)
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
 	/* B's INI QP to node 0 is intact */
 	expect_empty(b->conn_evd);
+	expect_qp_counts(PROCS(a, c, b), COUNTS(0, 1, 1), COUNTS(1, 1));
 	CU_ASSERT_EQUAL(f3->state, OFX_EP_CONNECTED);
 	CU_ASSERT_EQUAL(send_msg(f3, "to c", 2), DAT_SUCCESS);
 	expect_recv(c, e3, 1000, "to c");
@@ -1653,8 +1851,7 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	open_pair(&a, &ea, &b, &eb);
 	for (int i = 0; i < N_CHURN; i++) {
 		pair(a, ea, b, eb, 1);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
 		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 		xm_pump();
 		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
@@ -1662,6 +1859,8 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
 		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
 		xm_pump();
+		/* the cycle's INI QPs and their TGTs are gone */
+		expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
 		for (int n = 0; n < 2; n++)
 			most = xm_tgts_on_node(n) > most ? xm_tgts_on_node(n) : most;
 		drain_sends(a);
@@ -1700,8 +1899,6 @@ static void expect_xrc_only(struct xm_proc *p, unsigned long n)
 	CU_ASSERT_EQUAL(s.conn_xrc, n);
 	CU_ASSERT_EQUAL(s.conn_rc, 0);
 }
-#define XM_RC_INIT_MASK \
-	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
 
 /*
  * The QP saving XRC is for: N EPs from A to each of B and C (three nodes),
@@ -1881,9 +2078,8 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 	CU_ASSERT_EQUAL(stats(b1).tgt_created, 1);
 	CU_ASSERT_EQUAL(stats(b2).tgt_created, 0);
 	CU_ASSERT_EQUAL(stats(b2).tgt_handles, mode == OFX_XRC_TGT_DOMAIN ? 1 : 0);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 2);	/* A's, for B1's and B2's INI QPs */
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	/* node 0: A's TGTs for B1's and B2's INI QPs */
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 
 	/* A hangs up on B1's EP, then B1 dies holding the TGT's creator handle */
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
@@ -1892,7 +2088,8 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	CU_ASSERT_EQUAL(ofx_ep_free(e1), DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL(stats(a).ini_live, 1);	/* e2 still holds it */
+	/* e2 still holds A's INI QP; B1's went with its EP, and A's TGT for it */
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 0, 1), COUNTS(1, 1));
 	xm_proc_kill(b1);
 	xm_pump();
 	expect_empty(a->conn_evd);
@@ -1920,8 +2117,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 		expect_conn(a, e2, DAT_CONNECTION_EVENT_DISCONNECTED);
 		expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
 		CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
-		CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+		expect_qp_counts(PROCS(a, b2), COUNTS(0, 0), COUNTS(0, 0));
 	} else {
 		/* 2b: the TGT went with B1: A's INI QP breaks, and e2 with it */
 		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
@@ -1940,7 +2136,7 @@ static void tgt_creator_killed(enum ofx_xrc_tgt mode)
 		/* the next EP to node 1 gets a new INI QP, B2 makes its TGT */
 		pair_over_new_ini(a, b2, 2);
 		CU_ASSERT_EQUAL(stats(b2).tgt_created, 1);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+		expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
 	}
 	/*
 	 * No TGT leaks: B1's INI QP went with its EP's connection before B1
@@ -1985,11 +2181,9 @@ static void test_tgt_creator_killed_while_connected_breaks_the_shared_ini(void)
 	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
 	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
 	expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
-	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
 	CU_ASSERT_EQUAL(stats(b2).tgt_handles, 0);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
 	/* B2's INI QP went with its last EP's connection, and A's TGT for it */
-	CU_ASSERT_EQUAL(stats(b2).ini_live, 0);
+	expect_qp_counts(PROCS(a, b2), COUNTS(0, 0), COUNTS(1, 0));
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
 	/*
 	 * A's TGT for the dead B1's INI QP waits for an INI-CLOSE that will
@@ -2250,14 +2444,8 @@ static void test_transaction_mix_over_shared_ini_qps(void)
 							      DAT_COMPLETION_DEFAULT_FLAG),
 					DAT_SUCCESS);
 			if (fl == DAT_COMPLETION_SUPPRESS_FLAG) {
-				char buf[MSG_LEN];
-				DAT_LMR_TRIPLET iov = { .lmr_context = 1,
-							.virtual_address = (uintptr_t)buf,
-							.segment_length = strlen(text) + 1 };
-				DAT_DTO_COOKIE cs = { .as_64 = (uint64_t)(r * 100 + i * 10 + 3) };
-
-				snprintf(buf, sizeof(buf), "%s", text);
-				CU_ASSERT_EQUAL(ofx_ep_post_send(e[i], 1, &iov, cs, fl),
+				CU_ASSERT_EQUAL(send_msg_flags(e[i], text,
+							       (uint64_t)(r * 100 + i * 10 + 3), fl),
 						DAT_SUCCESS);
 				want += 1;		/* the read */
 			} else {
@@ -2375,8 +2563,8 @@ static void test_transaction_mix_over_shared_ini_qps(void)
  */
 static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 {
-	static char mem[TX_LEN];
-	DAT_REGION_DESCRIPTION reg = { .for_va = mem };
+	static char dst[TX_LEN];
+	DAT_REGION_DESCRIPTION reg = { .for_va = dst };
 	struct xm_proc *a, *b;
 	struct ofx_ep *e[N_FULL_EPS], *f[N_FULL_EPS];
 	DAT_LMR_HANDLE lmr;
@@ -2388,7 +2576,7 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	setup(2);
 	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
 	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(mem), &b->pz,
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(dst), &b->pz,
 					     DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey,
 					     &rkey, NULL, NULL),
 			      DAT_SUCCESS);
@@ -2399,7 +2587,8 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	}
 	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
 	CU_ASSERT_EQUAL(stats(b).ini_created, 2);
-	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 2);
+	/* the EPs' queues fill two INI QPs each way */
+	expect_qp_counts(PROCS(a, b), COUNTS(2, 2), COUNTS(2, 2));
 	{
 		struct ibv_qp_cap cap;
 
@@ -2409,10 +2598,10 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	/* nobody polls A's request EVD meanwhile: every WR keeps its slot */
 	for (int i = 0; i < N_FULL_EPS; i++)
 		for (int k = 0; k < 16; k++) {
-			DAT_LMR_TRIPLET w = { .lmr_context = 1, .segment_length = 8,
-					      .virtual_address = (uintptr_t)bufs[0] };
+			DAT_LMR_TRIPLET w = { .lmr_context = lkey_of(e[i]), .segment_length = 8,
+					      .virtual_address = (uintptr_t)mem.send[0] };
 			DAT_RMR_TRIPLET t = { .rmr_context = rkey, .segment_length = 8,
-					      .virtual_address = (uintptr_t)mem };
+					      .virtual_address = (uintptr_t)dst };
 			DAT_DTO_COOKIE c = { .as_64 = (uint64_t)(i * 100 + k) };
 
 			CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e[i], 1, &w, c, &t,
@@ -2426,10 +2615,25 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	CU_ASSERT_EQUAL(n, N_FULL_EPS * 16);
 	for (int i = 0; i < N_FULL_EPS; i++)
 		CU_ASSERT_EQUAL(e[i]->state, OFX_EP_CONNECTED);
+	/*
+	 * Teardown one pair at a time (G3): A's ep_free cannot wait for the
+	 * peer's DISC here, so its SRQ goes at once; the peer, told, must not
+	 * fence into it, or its shared INI QP and every EP on it would die.
+	 */
 	for (int i = 0; i < N_FULL_EPS; i++) {
 		CU_ASSERT_EQUAL(ofx_ep_free(e[i]), DAT_SUCCESS);
+		xm_pump();
+		expect_conn(b, f[i], DAT_CONNECTION_EVENT_DISCONNECTED);
 		CU_ASSERT_EQUAL(ofx_ep_free(f[i]), DAT_SUCCESS);
+		xm_pump();
+		for (int j = i + 1; j < N_FULL_EPS; j++) {
+			CU_ASSERT_EQUAL(e[j]->state, OFX_EP_CONNECTED);
+			CU_ASSERT_EQUAL(f[j]->state, OFX_EP_CONNECTED);
+		}
 	}
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
 	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
 	teardown(2);
 }
@@ -2604,6 +2808,482 @@ static void test_accept_data_at_the_xrc_and_rc_limits(void)
 	accept_with(189, false, true);
 }
 
+/*
+ * A message longer than the receive it lands in (D9c).  The responder
+ * completes the receive with a local length error and NAKs the message as
+ * an invalid request: the sender's WR fails with REM_INV_REQ_ERR and its
+ * INI QP is in error.  e1 and e2 of A share that INI QP to B (f1, f2):
+ * e1's send (cookie 10) fails into f1's 8-byte receive; what A posted
+ * behind it before polling (11 on e1, 20 and 21 on e2) is flushed.  Every
+ * EP on the INI QP ends (e2 BROKEN; e1 BROKEN, or DISCONNECTED when f1's
+ * DISC came first), f1 gets its receive's LOCAL_LENGTH completion and ends
+ * (BROKEN, or DISCONNECTED when A's DISC came first), f2 is told
+ * (DISCONNECTED).  `receiver_first`: B polls its receive before A polls its
+ * send; either way e2 must not stay CONNECTED on the dead INI QP.
+ */
+static void undersized_receive(bool receiver_first)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 0, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	post_recv_len(f1, 77, 8);
+	CU_ASSERT_EQUAL(send_msg(e2, "before", 1), DAT_SUCCESS);
+	expect_recv(b, f2, 2000, "before");
+	xm_pump();
+	CU_ASSERT_EQUAL(drain_sends(a), 1);
+
+	CU_ASSERT_EQUAL(send_msg(e1, "more than 8 bytes", 10), DAT_SUCCESS);
+	/* the responder, B's TGT, is in error too */
+	CU_ASSERT_EQUAL(xm_tgt_state(xm_ini_qp(0, 0, NULL)), IBV_QPS_ERR);
+	CU_ASSERT_EQUAL(send_msg(e1, "behind it", 11), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e2, "behind it too", 20), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(e2, "and me", 21), DAT_SUCCESS);
+	if (receiver_first) {
+		expect_dto(b->recv_evd, f1, 77, DAT_DTO_ERR_LOCAL_LENGTH);
+		expect_conn(b, f1, DAT_CONNECTION_EVENT_BROKEN);
+	}
+	xm_pump();
+	expect_dto(a->req_evd, e1, 10, DAT_DTO_ERR_REMOTE_RESPONDER);
+	expect_dto(a->req_evd, e1, 11, DAT_DTO_ERR_FLUSHED);
+	expect_dto(a->req_evd, e2, 20, DAT_DTO_ERR_FLUSHED);
+	expect_dto(a->req_evd, e2, 21, DAT_DTO_ERR_FLUSHED);
+	expect_empty(a->req_evd);
+	expect_conn(a, e1, receiver_first ? DAT_CONNECTION_EVENT_DISCONNECTED :
+					    DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	if (!receiver_first) {
+		expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_dto(b->recv_evd, f1, 77, DAT_DTO_ERR_LOCAL_LENGTH);
+	}
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	expect_empty(b->recv_evd);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e2, "dead", 22),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_DISCONNECTED));
+	/* both INI QPs went with their EPs; the next EP gets a fresh pair */
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(stats(b).ini_live, 0);
+	pair_over_new_ini(a, b, 2);
+	teardown(2);
+}
+
+static void test_undersized_receive_sender_polls_first(void)
+{
+	undersized_receive(false);
+}
+
+static void test_undersized_receive_receiver_polls_first(void)
+{
+	undersized_receive(true);
+}
+
+/*
+ * M7: a TGT delivers only in RTR or RTS.  One moved to ERR (through any
+ * handle: the kernel modifies the real QP) discards what reaches it, and
+ * the INI QP's retries run out: both EPs on it break, nothing arrives.
+ */
+static void test_tgt_out_of_rtr_receives_nothing(void)
+{
+	struct ibv_qp_attr err = { .qp_state = IBV_QPS_ERR };
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	struct ibv_qp *ini;
+
+	setup(2);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
+	ini = xm_ini_qp(0, 0, NULL);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ini);
+	CU_ASSERT_EQUAL(xm_tgt_state(ini), IBV_QPS_RTR);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_tgt_handle(ini));
+	CU_ASSERT_EQUAL(ofx_verbs->modify_qp(xm_tgt_handle(ini), &err, IBV_QP_STATE), 0);
+	CU_ASSERT_EQUAL(xm_tgt_state(ini), IBV_QPS_ERR);
+	CU_ASSERT_EQUAL(send_msg(e1, "into the void", 1), DAT_SUCCESS);
+	xm_pump();
+	expect_dto(a->req_evd, e1, 1, DAT_DTO_ERR_TRANSPORT);
+	expect_empty(a->req_evd);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(b->recv_evd);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	teardown(2);
+}
+
+/*
+ * M7: a TGT that cannot be moved to RTR (here B believes its device takes
+ * more read depth than it does) is refused in the INI-ACK instead of
+ * answered: the connection fails on both sides before anything is sent
+ * into a TGT that would discard it, and no TGT is left.
+ */
+static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	b->ia.dev_attr.max_qp_rd_atom = b->dev->max_qp_rd_atom + 1;
+	post_recv(eb, 1);
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(eb->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, 0);
+	CU_ASSERT_EQUAL(stats(b).tgt_handles, 0);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	teardown(2);
+}
+
+/*
+ * G3 at process close: A's INI QP to node 1 serves e1 (to B1) and e2 (to
+ * B2); its TGT is B1's, held by B2 too (2a).  B1 closes with its EP
+ * connected.  As ia_close does (ofx_xrc_ia_quiesce), its connections end
+ * before its SRQs go, the peers hearing the DISCs meanwhile, and the INI
+ * QP its EP held goes with an INI-CLOSE that still reaches A: A's TGT for
+ * it goes too.  e1 is told; e2's connection to B2, on the same INI QP of
+ * A, lives and carries traffic.
+ */
+static void test_process_close_spares_the_peers_other_eps(void)
+{
+	struct xm_proc *a, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	open_two_peers(OFX_XRC_TGT_DOMAIN, &a, &b1, &b2, &e1, &f1, &e2, &f2);
+	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
+	xm_proc_close(b1);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b2->conn_evd);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(f2->state, OFX_EP_CONNECTED);
+	expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(send_msg(e2, "to b2", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "to a", 2), DAT_SUCCESS);
+	expect_recv(b2, f2, 2000, "to b2");
+	expect_recv(a, e2, 1000, "to a");
+	xm_pump();
+	CU_ASSERT_EQUAL(drain_sends(a), 1);
+	CU_ASSERT_EQUAL(drain_sends(b2), 1);
+	teardown(2);
+}
+
+/*
+ * D1(b): P cannot make its own INI QP back to A (here: P's EP asks for 20
+ * request SGEs, more than an mlx5 XRC WQE holds).  Its CONFIRM-ACK must
+ * fail the connection without saying that A's TGT was refused: A's INI QP
+ * to P's node, which e1 shares, is healthy and stays READY for the next EP
+ * (ini_created stays 1), and e1 keeps working.
+ */
+static void test_peer_without_its_own_ini_qp_leaves_ours_alive(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	xm_device = &xm_dev_mlx5;
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	xm_device = &xm_dev_toy;
+	e1 = xm_ep_new(a);
+	f1 = xm_ep_new(b);
+	pair(a, e1, b, f1, 2);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+
+	e2 = xm_ep_new(a);
+	f2 = ep_with_iov(b, 20);
+	post_recv(f2, 1);
+	xm_connect(a, e2, b, f2, NULL, 0, NULL, 0);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(stats(b).refused, 0);
+	expect_empty(a->conn_evd);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e1, "still up", 1), DAT_SUCCESS);
+	expect_recv(b, f1, 2000, "still up");
+
+	e3 = xm_ep_new(a);
+	f3 = xm_ep_new(b);
+	pair(a, e3, b, f3, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_live, 1);
+	CU_ASSERT_EQUAL(send_msg(e3, "same ini qp", 2), DAT_SUCCESS);
+	expect_recv(b, f3, 2000, "same ini qp");
+	teardown(2);
+}
+
+/* The IB extension calls as a consumer writes them (unit.h). */
+#define dat_extension_op ofx_test_ext_call
+
+static const DAT_IB_EXTENSION_EVENT_DATA *ext_of(const DAT_EVENT *ev)
+{
+	return (const DAT_IB_EXTENSION_EVENT_DATA *)ev->event_extension_data;
+}
+
+/* The next event of `evd`: a successful IB extension DTO of `ep`, `cookie`, of `type`. */
+#define expect_ext_dto(evd, ep, cookie, type, ev_p) \
+	expect_ext_dto_at(evd, ep, cookie, type, ev_p, __LINE__)
+static void expect_ext_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
+			      DAT_IB_EXT_TYPE type, DAT_EVENT *ev, int line)
+{
+	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
+
+	if (ofx_evd_dequeue(evd, ev) != DAT_SUCCESS) {
+		fprintf(stderr, "no dto event at line %d\n", line);
+		CU_FAIL_FATAL("no dto event");
+	}
+	if (ev->event_number != (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT || ext_of(ev)->type != type)
+		fprintf(stderr, "event 0x%x type %d, expected %d at line %d\n", ev->event_number,
+			ext_of(ev)->type, type, line);
+	CU_ASSERT_EQUAL(ev->event_number, (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT);
+	CU_ASSERT_EQUAL(ext_of(ev)->type, type);
+	CU_ASSERT_EQUAL(ext_of(ev)->status, DAT_OP_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
+	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
+	CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
+}
+
+/* A send with invalidate of `rkey` from `ep`: `text` from a registered buffer. */
+static DAT_RETURN send_inv(struct ofx_ep *ep, const char *text, uint64_t cookie, uint32_t rkey)
+{
+	char *buf = mem.send[nsend++ % NBUF];
+	DAT_LMR_TRIPLET iov = { .lmr_context = lkey_of(ep), .virtual_address = (uintptr_t)buf,
+				.segment_length = (DAT_VLEN)strlen(text) + 1 };
+	DAT_DTO_COOKIE c = { .as_64 = cookie };
+
+	snprintf(buf, MSG_LEN, "%s", text);
+	return ofx_ep_post_send_with_invalidate(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG,
+						DAT_TRUE, rkey);
+}
+
+/*
+ * M4, over one XRC connection.  A compare-and-swap and a fetch-and-add
+ * change B's words, give A the old values (8 bytes each) and take none of
+ * B's receives; an RDMA WRITE with immediate writes B's memory and takes
+ * B's next receive (2000), which completes as DAT_IB_RDMA_WRITE_IMMED_DATA
+ * with the immediate and the bytes written, its buffer untouched; a send
+ * with invalidate takes the receive after that (2001) and names the window
+ * of B's it invalidated (rmr_context); the same rkey again is an invalid
+ * request that breaks the connection.  `cm`: over the rdma_cm carrier,
+ * whose TGT gets its access flags from rdma_init_qp_attr().
+ */
+static void extended_ops(bool cm)
+{
+	static struct {
+		uint64_t word[2];
+		char dst[16];
+	} target;
+	static uint64_t result[2];
+	DAT_LMR_TRIPLET l = { .segment_length = 8 }, w = { .segment_length = 8 };
+	DAT_RMR_TRIPLET r = { .segment_length = 8 };
+	DAT_DTO_COOKIE c;
+	DAT_EVENT ev;
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	struct ibv_mw *mw;
+
+	setup(2);
+	xm_use_cm = cm;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	a->ia.dev_attr.device_cap_flags |= IBV_DEVICE_MEM_MGT_EXTENSIONS;
+	ea = ep_with_iov(a, 1);
+	eb = ep_with_iov(b, 1);
+	pair(a, ea, b, eb, 2);
+	memset(&target, 0, sizeof(target));
+	memset(result, 0, sizeof(result));
+	target.word[0] = 5;
+	target.word[1] = 100;
+	r.rmr_context = xm_rkey(b, &target, sizeof(target));
+	l.lmr_context = xm_lkey(a, result, sizeof(result));
+
+	l.virtual_address = (uintptr_t)&result[0];
+	r.virtual_address = (uintptr_t)&target.word[0];
+	c.as_64 = 1;
+	CU_ASSERT_EQUAL(dat_ib_post_cmp_and_swap(ea, 5, 7, &l, c, &r,
+						 DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	l.virtual_address = (uintptr_t)&result[1];
+	r.virtual_address = (uintptr_t)&target.word[1];
+	c.as_64 = 2;
+	CU_ASSERT_EQUAL(dat_ib_post_fetch_and_add(ea, 23, &l, c, &r, DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	expect_ext_dto(a->req_evd, ea, 1, DAT_IB_CMP_AND_SWAP, &ev);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 8);
+	expect_ext_dto(a->req_evd, ea, 2, DAT_IB_FETCH_AND_ADD, &ev);
+	CU_ASSERT_EQUAL(result[0], 5);
+	CU_ASSERT_EQUAL(target.word[0], 7);
+	CU_ASSERT_EQUAL(result[1], 100);
+	CU_ASSERT_EQUAL(target.word[1], 123);
+	expect_empty(b->recv_evd);
+
+	snprintf(mem.send[0], MSG_LEN, "written");
+	w.lmr_context = lkey_of(ea);
+	w.virtual_address = (uintptr_t)mem.send[0];
+	r.virtual_address = (uintptr_t)target.dst;
+	c.as_64 = 3;
+	CU_ASSERT_EQUAL(dat_ib_post_rdma_write_immed(ea, 1, &w, c, &r, 0xfeedbeef,
+						     DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	expect_ext_dto(a->req_evd, ea, 3, DAT_IB_RDMA_WRITE_IMMED, &ev);
+	expect_ext_dto(b->recv_evd, eb, 2000, DAT_IB_RDMA_WRITE_IMMED_DATA, &ev);
+	CU_ASSERT_EQUAL(ext_of(&ev)->val.immed.data, 0xfeedbeef);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 8);
+	CU_ASSERT_STRING_EQUAL(target.dst, "written");
+	CU_ASSERT_STRING_EQUAL(buf_of(eb, 2000), "");
+
+	mw = ofx_verbs->alloc_mw(b->pz.pd, IBV_MW_TYPE_2);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(mw);
+	CU_ASSERT_EQUAL(send_inv(ea, "invalidate", 4, mw->rkey), DAT_SUCCESS);
+	xm_pump();
+	expect_dto(a->req_evd, ea, 4, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->recv_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2001);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.rmr_context, mw->rkey);
+	CU_ASSERT_STRING_EQUAL(buf_of(eb, 2001), "invalidate");
+
+	/* the window is invalid now: invalidating it again is refused by B's device */
+	post_recv(eb, 2002);
+	CU_ASSERT_EQUAL(send_inv(ea, "again", 5, mw->rkey), DAT_SUCCESS);
+	xm_pump();
+	expect_dto(a->req_evd, ea, 5, DAT_DTO_ERR_REMOTE_RESPONDER);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_empty(b->recv_evd);
+	CU_ASSERT_EQUAL(ofx_verbs->dealloc_mw(mw), 0);
+	teardown(2);
+}
+
+static void test_write_imm_atomics_and_send_with_invalidate(void)
+{
+	extended_ops(false);
+}
+
+static void test_rdma_cm_carrier_write_imm_atomics_and_send_with_invalidate(void)
+{
+	extended_ops(true);
+}
+
+/* What bad_segment posts wrong. */
+enum bad_seg { BAD_SEND_LKEY, BAD_SEND_PD, BAD_RECV_LKEY, BAD_WRITE_PD };
+
+#define NO_SUCH_LKEY 0xbad0000u
+
+/*
+ * M5: the model checks segments as the device does when it executes a WR.
+ * A send whose lkey names no MR, or an MR of another PD than its INI QP's
+ * (a second PZ of the same IA), fails before anything is sent with
+ * LOC_PROT_ERR (DAT_DTO_ERR_LOCAL_PROTECTION).  A receive whose lkey is
+ * bad fails at the responder with LOC_PROT_ERR, which NAKs the message: the
+ * sender gets REM_OP_ERR (DAT_DTO_ERR_REMOTE_RESPONDER).  An RDMA WRITE
+ * whose rkey opens an MR of another PD than the target SRQ's (an XRC
+ * responder checks rkeys against that PD) is the peer's access error.  In
+ * every case the sender's INI QP is in error: e1 and e2 break, f1 and f2
+ * are told, and nothing of the WR lands; then a new EP gets a new pair.
+ */
+static void bad_segment(enum bad_seg kind)
+{
+	static char other[MSG_LEN];
+	DAT_REGION_DESCRIPTION reg = { .for_va = other };
+	DAT_DTO_COMPLETION_STATUS want = DAT_DTO_ERR_LOCAL_PROTECTION;
+	DAT_DTO_COOKIE c = { .as_64 = 1 };
+	DAT_LMR_TRIPLET iov = { .segment_length = 8 };
+	DAT_RMR_TRIPLET t = { .segment_length = 8, .virtual_address = (uintptr_t)other };
+	DAT_PZ_HANDLE pz;
+	DAT_LMR_HANDLE lmr;
+	DAT_LMR_CONTEXT lkey;
+	DAT_RMR_CONTEXT rkey;
+	struct xm_proc *a, *b, *owner;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+
+	setup(2);
+	memset(other, 0, sizeof(other));
+	memset(mem.recv[NBUF - 1], 0, MSG_LEN);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, kind == BAD_RECV_LKEY ? 0 : 1, 1);
+	/* a registration in a second PZ: the sender's, or the target's for the write */
+	owner = kind == BAD_WRITE_PD ? b : a;
+	CU_ASSERT_EQUAL_FATAL(ofx_pz_create(&owner->ia, &pz), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&owner->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(other),
+					     pz, DAT_MEM_PRIV_ALL_FLAG, DAT_VA_TYPE_VA, &lmr, &lkey,
+					     &rkey, NULL, NULL),
+			      DAT_SUCCESS);
+	snprintf(mem.send[0], MSG_LEN, "payload");
+	iov.lmr_context = lkey_of(e1);
+	iov.virtual_address = (uintptr_t)mem.send[0];
+	switch (kind) {
+	case BAD_SEND_LKEY:
+		iov.lmr_context = NO_SUCH_LKEY;
+		break;
+	case BAD_SEND_PD:
+		iov.lmr_context = lkey;
+		iov.virtual_address = (uintptr_t)other;
+		break;
+	case BAD_RECV_LKEY: {
+		DAT_LMR_TRIPLET r = { .lmr_context = NO_SUCH_LKEY, .segment_length = MSG_LEN,
+				      .virtual_address = (uintptr_t)mem.recv[NBUF - 1] };
+		DAT_DTO_COOKIE rc = { .as_64 = 77 };
+
+		CU_ASSERT_EQUAL(ofx_ep_post_recv(f1, 1, &r, rc, DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+		want = DAT_DTO_ERR_REMOTE_RESPONDER;
+		break;
+	}
+	case BAD_WRITE_PD:
+		t.rmr_context = rkey;
+		want = DAT_DTO_ERR_REMOTE_ACCESS;
+		break;
+	}
+	if (kind == BAD_WRITE_PD) {
+		CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e1, 1, &iov, c, &t,
+						       DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	} else {
+		CU_ASSERT_EQUAL(ofx_ep_post_send(e1, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	}
+	xm_pump();
+	expect_dto(a->req_evd, e1, 1, want);
+	expect_empty(a->req_evd);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	if (kind == BAD_RECV_LKEY)
+		expect_dto(b->recv_evd, f1, 77, DAT_DTO_ERR_LOCAL_PROTECTION);
+	expect_empty(b->recv_evd);
+	/* nothing landed: not in the write's target, not in the bad receive */
+	CU_ASSERT_EQUAL(other[0], 0);
+	CU_ASSERT_EQUAL(mem.recv[NBUF - 1][0], 0);
+	CU_ASSERT_EQUAL(ofx_lmr_free(lmr), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_pz_free(pz), DAT_SUCCESS);
+	pair_over_new_ini(a, b, 2);
+	teardown(2);
+}
+
+static void test_model_checks_lkeys_rkeys_and_their_pds(void)
+{
+	bad_segment(BAD_SEND_LKEY);
+	bad_segment(BAD_SEND_PD);
+	bad_segment(BAD_RECV_LKEY);
+	bad_segment(BAD_WRITE_PD);
+}
+
 CU_TestInfo ofx_test_xrc[] = {
 	{ "handshake exchanges private data and srq numbers",
 	  test_handshake_exchanges_private_data_and_srq_numbers },
@@ -2644,6 +3324,7 @@ CU_TestInfo ofx_test_xrc[] = {
 	{ "rdma_cm carrier keeps no path on roce", test_rdma_cm_carrier_keeps_no_path_on_roce },
 	{ "model refuses the attribute masks the kernel refuses",
 	  test_model_refuses_masks_the_kernel_refuses },
+	{ "model refuses receives on xrc qps", test_model_refuses_receives_on_xrc_qps },
 	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },
 	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
 	{ "ini qp that cannot be made fails both sides cleanly",
@@ -2689,5 +3370,23 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_mpi_crossing_connects_reject_reset_accept },
 	{ "accept data at the xrc and rc limits (120, 121, 160, 161, 188, 189)",
 	  test_accept_data_at_the_xrc_and_rc_limits },
+	{ "undersized receive, sender polls first: the shared ini qp dies, peers told",
+	  test_undersized_receive_sender_polls_first },
+	{ "undersized receive, receiver polls first: the shared ini qp dies all the same",
+	  test_undersized_receive_receiver_polls_first },
+	{ "tgt out of rtr receives nothing: the ini qp's retries run out",
+	  test_tgt_out_of_rtr_receives_nothing },
+	{ "tgt that cannot reach rtr refuses the ini request",
+	  test_tgt_that_cannot_reach_rtr_refuses_the_ini },
+	{ "model checks lkeys, rkeys and their pds as the device does",
+	  test_model_checks_lkeys_rkeys_and_their_pds },
+	{ "process close spares the peer's other eps on the same ini qp",
+	  test_process_close_spares_the_peers_other_eps },
+	{ "peer without its own ini qp leaves ours alive (ini_created stays 1)",
+	  test_peer_without_its_own_ini_qp_leaves_ours_alive },
+	{ "write with immediate, atomics and send with invalidate over xrc",
+	  test_write_imm_atomics_and_send_with_invalidate },
+	{ "rdma_cm carrier: write with immediate, atomics and send with invalidate",
+	  test_rdma_cm_carrier_write_imm_atomics_and_send_with_invalidate },
 	CU_TEST_INFO_NULL,
 };

@@ -14,6 +14,14 @@
 #define test_ep_force_state(ep, s) ofx_ep_conn_init((ep), (s))
 
 /*
+ * The IB extension op as a consumer's dat_ib_* macros reach it, every
+ * argument of its consumer's type: a varargs shim in front of ofx_ext_op()
+ * (test_ext.c).  A test that writes dat_ib_* calls defines
+ * dat_extension_op as ofx_test_ext_call.
+ */
+DAT_RETURN ofx_test_ext_call(DAT_HANDLE handle, DAT_EXTENDED_OP op, ...);
+
+/*
  * Every suite is a CU_TestInfo table named ofx_test_<object>[] defined in
  * test/unit/test_<object>.c and listed once in run_unit.c.
  */

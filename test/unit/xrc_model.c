@@ -6,6 +6,7 @@
 #include "ep_cm.h"
 #include "ep_xrc.h"
 #include "ia.h"
+#include "lmr.h"
 #include "pdata.h"
 #include "sp.h"
 #include "verbs.h"
@@ -21,6 +22,7 @@
 #include <unistd.h>
 #include <arpa/inet.h>
 #include <sys/stat.h>
+#include <dat2/dat_ib_extensions.h>
 
 #define XM_CQ_DEPTH 4096
 #define XM_MAX_OBJS 256
@@ -70,12 +72,16 @@ struct xm_qp_attrs {
 	int max_dest_rd_atomic;		/* RTR: as responder */
 };
 
-/* A TGT QP object; handles are xm_qp with ->tgt set. */
+/*
+ * A TGT QP object; handles are xm_qp with ->tgt set.  Its state is the
+ * object's (the kernel modifies the real QP through any handle).
+ */
 struct xm_tgt {
 	int node;
 	struct xm_domain *dom;
 	uint32_t qpn;
 	int handles;
+	enum ibv_qp_state state;
 	struct xm_qp_attrs attrs;
 };
 
@@ -89,6 +95,10 @@ struct xm_send {
 	uint32_t rkey;
 	int nsge;			/* READ: where the bytes go */
 	struct ibv_sge sge[XM_MAX_SGE];
+	bool bad_lkey;			/* a local segment no MR of the QP's PD covers */
+	uint32_t imm;			/* WITH_IMM */
+	uint32_t inv_rkey;		/* SEND_WITH_INV */
+	uint64_t compare_add, swap;	/* atomics */
 	uint32_t len;
 	uint8_t data[4096];
 };
@@ -107,6 +117,12 @@ struct xm_qp {
 	 * the CQE of a signaled WQE at or after it is polled.
 	 */
 	uint64_t posted, retired;
+};
+
+/* A memory window, and whether a send with invalidate invalidated it. */
+struct xm_mw {
+	struct fake_mw fm;
+	bool invalid;
 };
 
 struct xm_ctl {
@@ -270,8 +286,9 @@ const struct xm_device xm_dev_mlx4 = {
  * The attributes the kernel core requires and allows per QP type and
  * transition (drivers/infiniband/core/verbs.c, ib_modify_qp_is_ok), for the
  * types and transitions the provider uses.  IBV_QP_STATE is always allowed;
- * any state may go to RESET or ERR with no other attribute; a transition
- * missing here is refused.
+ * any state may go to RESET, and any but RESET to ERR (the kernel's
+ * qp_state_table: RESET leads only to RESET and INIT), with no other
+ * attribute; a transition missing here is refused.
  */
 enum { XM_T_RC, XM_T_INI, XM_T_TGT, XM_T_N };
 
@@ -324,6 +341,8 @@ static int qp_mask_check(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_
 {
 	int t = rule_type(type);
 
+	if (next == IBV_QPS_ERR && cur == IBV_QPS_RESET)
+		return EINVAL;
 	if (next == IBV_QPS_RESET || next == IBV_QPS_ERR)
 		return mask & ~IBV_QP_STATE ? EINVAL : 0;
 	for (size_t i = 0; i < sizeof(qp_rules) / sizeof(qp_rules[0]); i++) {
@@ -526,6 +545,7 @@ static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 		q->tgt->dom = dom_of(attr->xrcd);
 		q->tgt->qpn = q->fq.qp.qp_num;
 		q->tgt->handles = 1;
+		q->tgt->state = IBV_QPS_RESET;
 		slot_add((void **)tgts, q->tgt);
 		break;
 	case IBV_QPT_XRC_SEND:
@@ -551,7 +571,7 @@ static struct ibv_qp *m_open_qp(struct ibv_context *ctx, struct ibv_qp_open_attr
 	q->fq.qp.context = ctx;
 	q->fq.qp.qp_type = IBV_QPT_XRC_RECV;
 	q->fq.qp.qp_num = t->qpn;
-	q->fq.qp.state = IBV_QPS_RTR;
+	q->fq.qp.state = t->state;
 	q->node = t->node;
 	q->tgt = t;
 	t->handles++;
@@ -567,16 +587,19 @@ static int m_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	struct xm_qp *q = xm_qp_of(qp);
 	struct xm_qp_attrs *a = q->tgt ? &q->tgt->attrs : &q->attrs;
 	const struct xm_device *d = dev_of(qp->context);
-	enum ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : qp->state;
+	enum ibv_qp_state cur = q->tgt ? q->tgt->state : qp->state;
+	enum ibv_qp_state next = mask & IBV_QP_STATE ? attr->qp_state : cur;
 
 	if (q->fq.obj.closed)
 		return 0;
-	if (qp_mask_check(qp->qp_type, qp->state, next, mask))
+	if (qp_mask_check(qp->qp_type, cur, next, mask))
 		return EINVAL;
 	if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > d->max_qp_init_rd_atom) ||
 	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > d->max_qp_rd_atom))
 		return EINVAL;
 	qp->state = next;
+	if (q->tgt)
+		q->tgt->state = next;
 	if (mask & IBV_QP_DEST_QPN)
 		q->dest = attr->dest_qp_num;
 	if (mask & IBV_QP_ACCESS_FLAGS)
@@ -686,10 +709,33 @@ int xm_rc_recvs(void)
 	return rc_recvs;
 }
 
+/* What the requester's completion of a WR says it was. */
 static enum ibv_wc_opcode wc_opcode(enum ibv_wr_opcode op)
 {
-	return op == IBV_WR_RDMA_WRITE ? IBV_WC_RDMA_WRITE :
-	       op == IBV_WR_RDMA_READ ? IBV_WC_RDMA_READ : IBV_WC_SEND;
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_WC_RDMA_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_WC_RDMA_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+		return IBV_WC_COMP_SWAP;
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_WC_FETCH_ADD;
+	default:
+		return IBV_WC_SEND;
+	}
+}
+
+static bool op_is_atomic(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_ATOMIC_CMP_AND_SWP || op == IBV_WR_ATOMIC_FETCH_AND_ADD;
+}
+
+/* The device writes the WR's local segments: a READ's data, an atomic's old value. */
+static bool op_writes_local(enum ibv_wr_opcode op)
+{
+	return op == IBV_WR_RDMA_READ || op_is_atomic(op);
 }
 
 static void send_wc(struct xm_qp *q, const struct xm_send *s, enum ibv_wc_status st)
@@ -698,8 +744,9 @@ static void send_wc(struct xm_qp *q, const struct xm_send *s, enum ibv_wc_status
 				      .qp_num = q->fq.qp.qp_num },
 			      .seq = s->seq };
 
-	if (s->op == IBV_WR_RDMA_READ && st == IBV_WC_SUCCESS)
-		e.wc.byte_len = s->len;
+	/* mlx5 reports the bytes a READ brought, and 8 for an atomic */
+	if (op_writes_local(s->op) && st == IBV_WC_SUCCESS)
+		e.wc.byte_len = op_is_atomic(s->op) ? 8 : s->len;
 	if (s->signaled || st != IBV_WC_SUCCESS)
 		fake_cq_push_cqe(q->fq.qp.send_cq, &e);
 }
@@ -716,20 +763,72 @@ static void sq_retire(uint32_t qpn, uint64_t seq)
 	}
 }
 
-/* The bytes at [addr, addr + len) of an MR of `node` that `rkey` opens for `access`. */
-static void *rkey_find(int node, uint32_t rkey, uint64_t addr, uint32_t len, int access)
+static bool mr_covers(const struct fake_mr *m, uint64_t addr, uint32_t len, int access)
+{
+	return (m->access & access) == access && addr >= (uintptr_t)m->mr.addr &&
+	       addr + len <= (uintptr_t)m->mr.addr + m->mr.length;
+}
+
+/*
+ * The bytes at [addr, addr + len) of an MR that `rkey` opens for `access`
+ * in `pd`: an XRC responder checks rkeys against the PD of the SRQ the
+ * request names (a TGT QP has none).
+ */
+static void *rkey_find(struct ibv_pd *pd, uint32_t rkey, uint64_t addr, uint32_t len, int access)
 {
 	struct ofx_list *pos, *tmp;
 
 	xm_for_each(pos, tmp, FAKE_MR) {
 		const struct fake_mr *m = container_of(pos, struct fake_mr, obj.link);
 
-		if (m->mr.rkey == rkey && proc_of(m->mr.context)->node == node &&
-		    (m->access & access) == access && addr >= (uintptr_t)m->mr.addr &&
-		    addr + len <= (uintptr_t)m->mr.addr + m->mr.length)
+		if (m->mr.rkey == rkey && m->mr.pd == pd && mr_covers(m, addr, len, access))
 			return (void *)(uintptr_t)addr;
 	}
 	return NULL;
+}
+
+/*
+ * A local segment as the device checks it when it executes the WR: an MR
+ * of `pd` (the QP's, or the SRQ's for a receive) that its lkey names must
+ * cover it with `access` (IBV_ACCESS_LOCAL_WRITE where the device writes).
+ * mlx5 posts no data segment for a zero-length one: it is not checked.
+ */
+static bool lkey_ok(struct ibv_pd *pd, const struct ibv_sge *sge, int access)
+{
+	struct ofx_list *pos, *tmp;
+
+	if (!sge->length)
+		return true;
+	xm_for_each(pos, tmp, FAKE_MR) {
+		const struct fake_mr *m = container_of(pos, struct fake_mr, obj.link);
+
+		if (m->mr.lkey == sge->lkey && m->mr.pd == pd &&
+		    mr_covers(m, sge->addr, sge->length, access))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * SEND_WITH_INV: `rkey` must name a window of `pd` (the target SRQ's) of
+ * type 2 that is not invalidated already; it is invalid from now on, until
+ * bound again.  (Type 2 binds go through post_send, which the model does
+ * not execute on RC QPs: an allocated window counts as bound.)
+ */
+static bool mw_invalidate(struct ibv_pd *pd, uint32_t rkey)
+{
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_MW) {
+		struct xm_mw *w = container_of(pos, struct xm_mw, fm.obj.link);
+
+		if (w->fm.mw.rkey == rkey && w->fm.mw.pd == pd &&
+		    w->fm.mw.type == IBV_MW_TYPE_2 && !w->invalid) {
+			w->invalid = true;
+			return true;
+		}
+	}
+	return false;
 }
 
 /* The INI QP fails: the WR gets `st`, everything held behind it is flushed. */
@@ -739,6 +838,18 @@ static void ini_error(struct xm_qp *q, uint64_t wr_id, enum ibv_wc_status st)
 	for (int i = 0; i < q->npend; i++)
 		send_wc(q, &q->pend[i], q->pend[i].wr_id == wr_id ? st : IBV_WC_WR_FLUSH_ERR);
 	q->npend = 0;
+}
+
+/*
+ * The responder refused the request (a NAK): the requester's WR fails
+ * with `st` and its INI QP is in error; the TGT goes to error too.  False,
+ * for deliver's callers.
+ */
+static bool nak(struct xm_qp *q, struct xm_tgt *t, const struct xm_send *s, enum ibv_wc_status st)
+{
+	t->state = IBV_QPS_ERR;
+	ini_error(q, s->wr_id, st);
+	return false;
 }
 
 static struct xm_srq *srq_find(struct xm_tgt *t, uint32_t srqn)
@@ -754,75 +865,206 @@ static struct xm_srq *srq_find(struct xm_tgt *t, uint32_t srqn)
 	return NULL;
 }
 
-/* Tries to deliver the oldest held send of `q`; false if it must wait. */
-static bool deliver(struct xm_qp *q, struct xm_send *s)
+/*
+ * What the TGT's access flags (set at RESET->INIT) must allow: a request
+ * they do not is an invalid request (rxe's check_op_valid).
+ */
+static int op_access(enum ibv_wr_opcode op)
 {
-	struct xm_tgt *t = tgt_find(-1, q->dest);
-	struct xm_srq *srq;
-	struct xm_recv *r;
-	struct ibv_wc wc = { 0 };
+	switch (op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_WRITE_WITH_IMM:
+		return IBV_ACCESS_REMOTE_WRITE;
+	case IBV_WR_RDMA_READ:
+		return IBV_ACCESS_REMOTE_READ;
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return IBV_ACCESS_REMOTE_ATOMIC;
+	default:
+		return 0;
+	}
+}
+
+/*
+ * Writes the message of `s` into receive `r` of `srq`, segment by segment
+ * as the device scatters it: a segment the SRQ's PD does not open for
+ * local write fails it (LOC_PROT_ERR), bytes beyond the last segment fail
+ * it (LOC_LEN_ERR).  What fit before the error is written, as on a device.
+ */
+static enum ibv_wc_status recv_scatter(struct xm_srq *srq, const struct xm_recv *r,
+				       const struct xm_send *s)
+{
 	uint32_t off = 0;
 
-	if (!t) {
-		ini_error(q, s->wr_id, IBV_WC_RETRY_EXC_ERR);
-		return false;
-	}
-	/* every XRC request names an SRQ of the TGT's domain, RDMA WRITEs too */
-	srq = srq_find(t, s->srqn);
-	if (!srq) {
-		ini_error(q, s->wr_id, IBV_WC_REM_INV_REQ_ERR);
-		return false;
-	}
-	if (s->op == IBV_WR_RDMA_WRITE || s->op == IBV_WR_RDMA_READ) {
-		bool rd = s->op == IBV_WR_RDMA_READ;
-		uint8_t *mem = NULL;
+	for (int i = 0; i < r->nsge && off < s->len; i++) {
+		uint32_t n = s->len - off < r->sge[i].length ? s->len - off : r->sge[i].length;
 
-		if (s->len) {
-			mem = rkey_find(t->node, s->rkey, s->raddr, s->len,
-					rd ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE);
-			if (!mem) {
-				ini_error(q, s->wr_id, IBV_WC_REM_ACCESS_ERR);
-				return false;
-			}
-		}
-		if (!rd) {
-			if (s->len)
-				memcpy(mem, s->data, s->len);
-		} else {
-			for (int i = 0; i < s->nsge && off < s->len; i++) {
-				uint32_t n = s->len - off < s->sge[i].length ? s->len - off :
-									       s->sge[i].length;
-
-				memcpy((void *)(uintptr_t)s->sge[i].addr, mem + off, n);
-				off += n;
-			}
-		}
-		send_wc(q, s, IBV_WC_SUCCESS);
-		return true;
+		if (!lkey_ok(srq->fs.srq.pd, &r->sge[i], IBV_ACCESS_LOCAL_WRITE))
+			return IBV_WC_LOC_PROT_ERR;
+		memcpy((void *)(uintptr_t)r->sge[i].addr, s->data + off, n);
+		off += n;
 	}
+	return off < s->len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
+}
+
+/* RDMA WRITE and READ: no receive is taken, the rkey is the SRQ's PD's. */
+static bool deliver_rdma(struct xm_qp *q, struct xm_tgt *t, struct xm_srq *srq,
+			 const struct xm_send *s)
+{
+	bool rd = s->op == IBV_WR_RDMA_READ;
+	uint8_t *mem = NULL;
+	uint32_t off = 0;
+
+	if (s->len) {
+		mem = rkey_find(srq->fs.srq.pd, s->rkey, s->raddr, s->len,
+				rd ? IBV_ACCESS_REMOTE_READ : IBV_ACCESS_REMOTE_WRITE);
+		if (!mem)
+			return nak(q, t, s, IBV_WC_REM_ACCESS_ERR);
+	}
+	if (!rd) {
+		if (s->len)
+			memcpy(mem, s->data, s->len);
+	} else {
+		for (int i = 0; i < s->nsge && off < s->len; i++) {
+			uint32_t n = s->len - off < s->sge[i].length ? s->len - off :
+								       s->sge[i].length;
+
+			memcpy((void *)(uintptr_t)s->sge[i].addr, mem + off, n);
+			off += n;
+		}
+	}
+	send_wc(q, s, IBV_WC_SUCCESS);
+	return true;
+}
+
+/*
+ * An atomic: the 8-byte aligned word at the remote address (an rkey of
+ * the SRQ's PD with remote atomic access) is compared and swapped or
+ * added to, and its old value lands in the requester's segment; no
+ * receive is taken and the responder reports nothing.  A misaligned
+ * address is an invalid request.
+ */
+static bool deliver_atomic(struct xm_qp *q, struct xm_tgt *t, struct xm_srq *srq,
+			   const struct xm_send *s)
+{
+	uint64_t *word, old;
+
+	if (s->raddr % 8 || s->nsge != 1 || s->sge[0].length < 8)
+		return nak(q, t, s, IBV_WC_REM_INV_REQ_ERR);
+	word = rkey_find(srq->fs.srq.pd, s->rkey, s->raddr, 8, IBV_ACCESS_REMOTE_ATOMIC);
+	if (!word)
+		return nak(q, t, s, IBV_WC_REM_ACCESS_ERR);
+	old = *word;
+	if (s->op == IBV_WR_ATOMIC_FETCH_AND_ADD)
+		*word = old + s->compare_add;
+	else if (old == s->compare_add)
+		*word = s->swap;
+	memcpy((void *)(uintptr_t)s->sge[0].addr, &old, sizeof(old));
+	send_wc(q, s, IBV_WC_SUCCESS);
+	return true;
+}
+
+/*
+ * SEND, SEND_WITH_IMM, SEND_WITH_INV and RDMA_WRITE_WITH_IMM take the
+ * SRQ's next receive (none: RNR, the message waits).  A WRITE_WITH_IMM
+ * writes its bytes at the remote address, not into the receive, which
+ * completes as RECV_RDMA_WITH_IMM with the bytes written; a send with
+ * invalidate first invalidates the window its rkey names (an rkey that
+ * names none is an invalid request).
+ */
+static bool deliver_recv(struct xm_qp *q, struct xm_tgt *t, struct xm_srq *srq,
+			 const struct xm_send *s)
+{
+	bool wimm = s->op == IBV_WR_RDMA_WRITE_WITH_IMM;
+	struct ibv_wc wc = { .opcode = IBV_WC_RECV, .byte_len = s->len, .qp_num = t->qpn,
+			     .src_qp = q->fq.qp.qp_num };
+	uint8_t *mem = NULL;
+	struct xm_recv *r;
+
 	if (!srq->n) {
 		if (xm_rnr_limited)
 			ini_error(q, s->wr_id, IBV_WC_RNR_RETRY_EXC_ERR);
 		return false;
 	}
+	if (wimm && s->len) {
+		mem = rkey_find(srq->fs.srq.pd, s->rkey, s->raddr, s->len, IBV_ACCESS_REMOTE_WRITE);
+		if (!mem)
+			return nak(q, t, s, IBV_WC_REM_ACCESS_ERR);
+	}
+	if (s->op == IBV_WR_SEND_WITH_INV && !mw_invalidate(srq->fs.srq.pd, s->inv_rkey))
+		return nak(q, t, s, IBV_WC_REM_INV_REQ_ERR);
 	r = &srq->q[srq->head];
 	srq->head = (srq->head + 1) % XM_CQ_DEPTH;
 	srq->n--;
-	for (int i = 0; i < r->nsge && off < s->len; i++) {
-		uint32_t n = s->len - off < r->sge[i].length ? s->len - off : r->sge[i].length;
-
-		memcpy((void *)(uintptr_t)r->sge[i].addr, s->data + off, n);
-		off += n;
-	}
 	wc.wr_id = r->wr_id;
-	wc.status = off < s->len ? IBV_WC_LOC_LEN_ERR : IBV_WC_SUCCESS;
-	wc.opcode = IBV_WC_RECV;
-	wc.byte_len = s->len;
-	wc.qp_num = t->qpn;
-	wc.src_qp = q->fq.qp.qp_num;
+	if (wimm) {
+		if (s->len)
+			memcpy(mem, s->data, s->len);
+		wc.status = IBV_WC_SUCCESS;
+		wc.opcode = IBV_WC_RECV_RDMA_WITH_IMM;
+	} else {
+		wc.status = recv_scatter(srq, r, s);
+	}
+	if (wimm || s->op == IBV_WR_SEND_WITH_IMM) {
+		wc.wc_flags |= IBV_WC_WITH_IMM;
+		wc.imm_data = s->imm;
+	} else if (s->op == IBV_WR_SEND_WITH_INV) {
+		wc.wc_flags |= IBV_WC_WITH_INV;
+		wc.invalidated_rkey = s->inv_rkey;
+	}
 	fake_cq_push_cqe(srq->cq, &(struct fake_cqe){ .wc = wc, .srqn = srq->srqn });
+	if (wc.status != IBV_WC_SUCCESS) {
+		/*
+		 * The responder failed the receive (mlx5's LOCAL_LENGTH_ERR or
+		 * LOCAL_PROT_ERR syndrome) and NAKs the message: an invalid
+		 * request when it does not fit (IB 9.9.3, a length error), a
+		 * remote operational error when its own segment is bad.  The
+		 * requester's WR fails with that, its INI QP is in error and
+		 * every later WR of it flushed.
+		 */
+		return nak(q, t, s, wc.status == IBV_WC_LOC_LEN_ERR ? IBV_WC_REM_INV_REQ_ERR :
+								       IBV_WC_REM_OP_ERR);
+	}
 	send_wc(q, s, IBV_WC_SUCCESS);
 	return true;
+}
+
+/* Tries to deliver the oldest held send of `q`; false if it must wait. */
+static bool deliver(struct xm_qp *q, struct xm_send *s)
+{
+	struct xm_tgt *t = tgt_find(-1, q->dest);
+	struct xm_srq *srq;
+
+	/* the requester's own segments fail before anything leaves (LOCAL_PROT_ERR) */
+	if (s->bad_lkey) {
+		ini_error(q, s->wr_id, IBV_WC_LOC_PROT_ERR);
+		return false;
+	}
+	/*
+	 * A responder QP that is gone, or not in RTR or RTS (RESET, INIT,
+	 * ERROR), silently discards what reaches it (IB 10.3.1): the
+	 * requester's retries run out.
+	 */
+	if (!t || (t->state != IBV_QPS_RTR && t->state != IBV_QPS_RTS)) {
+		ini_error(q, s->wr_id, IBV_WC_RETRY_EXC_ERR);
+		return false;
+	}
+	/* every XRC request names an SRQ of the TGT's domain, RDMA WRITEs too */
+	srq = srq_find(t, s->srqn);
+	if (!srq)
+		return nak(q, t, s, IBV_WC_REM_INV_REQ_ERR);
+	if ((t->attrs.access & op_access(s->op)) != op_access(s->op))
+		return nak(q, t, s, IBV_WC_REM_INV_REQ_ERR);
+	switch (s->op) {
+	case IBV_WR_RDMA_WRITE:
+	case IBV_WR_RDMA_READ:
+		return deliver_rdma(q, t, srq, s);
+	case IBV_WR_ATOMIC_CMP_AND_SWP:
+	case IBV_WR_ATOMIC_FETCH_AND_ADD:
+		return deliver_atomic(q, t, srq, s);
+	default:
+		return deliver_recv(q, t, srq, s);
+	}
 }
 
 static void progress_qp(struct xm_qp *q)
@@ -846,6 +1088,54 @@ static void progress_pending(void)
 	}
 }
 
+/* A WR's local segments (none for inline data: the device copied it at post). */
+static bool sges_ok(struct ibv_qp *qp, const struct ibv_send_wr *wr)
+{
+	int access = op_writes_local(wr->opcode) ? IBV_ACCESS_LOCAL_WRITE : 0;
+
+	if (wr->send_flags & IBV_SEND_INLINE)
+		return true;
+	for (int i = 0; i < wr->num_sge; i++)
+		if (!lkey_ok(qp->pd, &wr->sg_list[i], access))
+			return false;
+	return true;
+}
+
+/* The held copy of `wr`: what it names, and the bytes it sends (copied at post). */
+static void send_hold(struct xm_qp *q, struct xm_send *s, const struct ibv_send_wr *wr)
+{
+	s->wr_id = wr->wr_id;
+	s->seq = ++q->posted;
+	s->signaled = wr->send_flags & IBV_SEND_SIGNALED;
+	s->srqn = wr->qp_type.xrc.remote_srqn;
+	s->op = wr->opcode;
+	if (op_is_atomic(wr->opcode)) {
+		s->raddr = wr->wr.atomic.remote_addr;
+		s->rkey = wr->wr.atomic.rkey;
+		s->compare_add = wr->wr.atomic.compare_add;
+		s->swap = wr->wr.atomic.swap;
+	} else {
+		s->raddr = wr->wr.rdma.remote_addr;
+		s->rkey = wr->wr.rdma.rkey;
+	}
+	s->imm = wr->imm_data;
+	s->inv_rkey = wr->opcode == IBV_WR_SEND_WITH_INV ? wr->invalidate_rkey : 0;
+	s->nsge = wr->num_sge;
+	if (wr->num_sge)
+		memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
+	s->bad_lkey = !sges_ok(&q->fq.qp, wr);
+	CU_ASSERT(wr->qp_type.xrc.remote_srqn != 0);
+	s->len = 0;
+	for (int i = 0; i < wr->num_sge; i++) {
+		if (!op_writes_local(s->op)) {
+			CU_ASSERT_FATAL(s->len + wr->sg_list[i].length <= sizeof(s->data));
+			memcpy(s->data + s->len, (void *)(uintptr_t)wr->sg_list[i].addr,
+			       wr->sg_list[i].length);
+		}
+		s->len += wr->sg_list[i].length;
+	}
+}
+
 static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_send_wr **bad)
 {
 	struct xm_qp *q = xm_qp_of(qp);
@@ -855,8 +1145,6 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 		return -EINVAL; /* the RC QP of an XRC EP never sends in these tests */
 	}
 	for (; wr; wr = wr->next) {
-		struct xm_send *s;
-
 		struct xm_send flushed = { .wr_id = wr->wr_id, .op = wr->opcode };
 
 		/* mlx5_post_send: a full send queue is ENOMEM, whatever the state */
@@ -874,27 +1162,7 @@ static int m_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_sen
 			*bad = wr;
 			return -EINVAL;
 		}
-		s = &q->pend[q->npend++];
-		s->wr_id = wr->wr_id;
-		s->seq = ++q->posted;
-		s->signaled = wr->send_flags & IBV_SEND_SIGNALED;
-		s->srqn = wr->qp_type.xrc.remote_srqn;
-		s->op = wr->opcode;
-		s->raddr = wr->wr.rdma.remote_addr;
-		s->rkey = wr->wr.rdma.rkey;
-		s->nsge = wr->num_sge;
-		if (wr->num_sge)
-			memcpy(s->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
-		CU_ASSERT(wr->qp_type.xrc.remote_srqn != 0);
-		s->len = 0;
-		for (int i = 0; i < wr->num_sge; i++) {
-			if (s->op != IBV_WR_RDMA_READ) {
-				CU_ASSERT_FATAL(s->len + wr->sg_list[i].length <= sizeof(s->data));
-				memcpy(s->data + s->len, (void *)(uintptr_t)wr->sg_list[i].addr,
-				       wr->sg_list[i].length);
-			}
-			s->len += wr->sg_list[i].length;
-		}
+		send_hold(q, &q->pend[q->npend++], wr);
 	}
 	progress_qp(q);
 	return 0;
@@ -910,6 +1178,8 @@ static int m_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b
 {
 	int ret = fake_verbs_core.bind_mw(qp, mw, bind);
 
+	if (!ret)
+		container_of(mw, struct xm_mw, fm.mw)->invalid = false;
 	if (!ret && qp->state == IBV_QPS_RTS) {
 		struct ibv_wc wc = { .wr_id = bind->wr_id, .opcode = IBV_WC_BIND_MW,
 				     .qp_num = qp->qp_num };
@@ -917,6 +1187,18 @@ static int m_bind_mw(struct ibv_qp *qp, struct ibv_mw *mw, struct ibv_mw_bind *b
 		fake_cq_push_cq(qp->send_cq, &wc);
 	}
 	return ret;
+}
+
+/* As fake_verbs allocates one, with room for the invalidated flag (xm_mw). */
+static struct ibv_mw *m_alloc_mw(struct ibv_pd *pd, enum ibv_mw_type type)
+{
+	struct xm_mw *w = fake_obj_new(FAKE_MW, sizeof(*w), pd->context);
+
+	w->fm.mw.pd = pd;
+	w->fm.mw.context = pd->context;
+	w->fm.mw.type = type;
+	w->fm.mw.rkey = 0x5500 + (fake_verbs.mw_keys++ << 8);
+	return &w->fm.mw;
 }
 
 /* ---- rdma_cm (the XRC carrier's ids: RDMA_PS_UDP and RDMA_PS_IB) --------- */
@@ -1409,9 +1691,12 @@ static int m_init_qp_attr(struct rdma_cm_id *id, struct ibv_qp_attr *attr, int *
 		return -1;
 	switch (attr->qp_state) {
 	case IBV_QPS_INIT:
+		/* the kernel's cm_init_qp_init_attr: reads, atomics with responder resources */
 		*mask = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
 		attr->port_num = 1;
-		attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE | IBV_ACCESS_REMOTE_READ;
+		attr->qp_access_flags = IBV_ACCESS_REMOTE_WRITE;
+		if (m->responder_resources)
+			attr->qp_access_flags |= IBV_ACCESS_REMOTE_READ | IBV_ACCESS_REMOTE_ATOMIC;
 		break;
 	case IBV_QPS_RTR:
 		if (!m->peer) {
@@ -1473,6 +1758,32 @@ struct ibv_qp *xm_ini_qp(int node, int i, struct ibv_qp_cap *cap_p)
 int xm_qp_max_rd_atomic(struct ibv_qp *qp)
 {
 	return xm_qp_of(qp)->attrs.max_rd_atomic;
+}
+
+/* The TGT an INI QP is connected to (what its RTR named), if it exists. */
+static struct xm_tgt *tgt_of_ini(struct ibv_qp *ini)
+{
+	struct xm_qp *q = xm_qp_of(ini);
+
+	return q->dest ? tgt_find(-1, q->dest) : NULL;
+}
+
+struct ibv_qp *xm_tgt_handle(struct ibv_qp *ini)
+{
+	struct xm_tgt *t = tgt_of_ini(ini);
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_QP)
+		if (t && qp_at(pos)->tgt == t)
+			return &qp_at(pos)->fq.qp;
+	return NULL;
+}
+
+int xm_tgt_state(struct ibv_qp *ini)
+{
+	struct xm_tgt *t = tgt_of_ini(ini);
+
+	return t ? (int)t->state : -1;
 }
 
 int xm_tgt_max_dest_rd_atomic(int node)
@@ -1616,6 +1927,7 @@ void xm_init(void)
 	ops->post_send = m_post_send;
 	ops->post_recv = m_post_recv;
 	ops->bind_mw = m_bind_mw;
+	ops->alloc_mw = m_alloc_mw;
 	ops->create_id = m_create_id;
 	ops->bind_addr = m_bind_addr;
 	ops->listen = m_listen;
@@ -1690,6 +2002,7 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 	ia->dev_attr.max_srq_sge = p->dev->max_srq_sge;
 	ia->dev_attr.max_qp_rd_atom = p->dev->max_qp_rd_atom;
 	ia->dev_attr.max_qp_init_rd_atom = p->dev->max_qp_init_rd_atom;
+	ia->dev_attr.atomic_cap = IBV_ATOMIC_HCA;
 	ia->port_attr.max_msg_sz = 1u << 30;
 	ia->verbs = &p->ctx;
 	ia->xrc = true;
@@ -1750,12 +2063,21 @@ void xm_proc_close(struct xm_proc *p)
 	struct ofx_ia *ia = &p->ia;
 	struct ofx_list *pos, *tmp;
 
+	/*
+	 * As ia_close: the XRC connections end first.  No progress thread
+	 * here, so their DISCs tell the peers not to fence; the peers, whose
+	 * own progress threads would deliver them, hear them now.
+	 */
+	ofx_xrc_ia_quiesce(ia);
+	xm_pump();
 	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
 		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
 
 		if (obj->type == OFX_OBJ_EP)
 			ofx_ep_destroy(container_of(obj, struct ofx_ep, obj));
 	}
+	for (int i = 0; i < p->nlmrs; i++)
+		CU_ASSERT_EQUAL(ofx_lmr_free(p->lmrs[i].lmr), DAT_SUCCESS);
 	ofx_list_for_each_safe(pos, tmp, &ia->objects) {
 		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
 
@@ -1796,6 +2118,42 @@ void xm_proc_kill(struct xm_proc *p)
 	p->dead = true;
 	fake_close_context(&p->ctx);
 	progress_pending();
+}
+
+static struct xm_lmr *lmr_of(struct xm_proc *p, const void *addr, size_t len)
+{
+	DAT_REGION_DESCRIPTION reg = { .for_va = (DAT_PVOID)addr };
+	struct xm_lmr *l;
+
+	for (int i = 0; i < p->nlmrs; i++)
+		if (p->lmrs[i].addr == addr && p->lmrs[i].len == len)
+			return &p->lmrs[i];
+	CU_ASSERT_FATAL(p->nlmrs < XM_MAX_LMRS);
+	l = &p->lmrs[p->nlmrs];
+	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&p->ia, DAT_MEM_TYPE_VIRTUAL, reg, len, &p->pz,
+					     DAT_MEM_PRIV_ALL_FLAG | DAT_IB_MEM_PRIV_REMOTE_ATOMIC,
+					     DAT_VA_TYPE_VA, &l->lmr,
+					     &l->lkey, &l->rkey, NULL, NULL),
+			      DAT_SUCCESS);
+	l->addr = addr;
+	l->len = len;
+	p->nlmrs++;
+	return l;
+}
+
+DAT_LMR_CONTEXT xm_lkey(struct xm_proc *p, const void *addr, size_t len)
+{
+	return lmr_of(p, addr, len)->lkey;
+}
+
+DAT_RMR_CONTEXT xm_rkey(struct xm_proc *p, const void *addr, size_t len)
+{
+	return lmr_of(p, addr, len)->rkey;
+}
+
+struct xm_proc *xm_proc_of(const struct ofx_ep *ep)
+{
+	return proc_of_ia(ep->obj.ia);
 }
 
 struct ofx_ep *xm_ep_new(struct xm_proc *p)
@@ -1879,6 +2237,17 @@ int xm_live_qps(int type)
 		n += type == IBV_QPT_XRC_SEND ? t == IBV_QPT_XRC_SEND :
 		     t != IBV_QPT_XRC_SEND && t != IBV_QPT_XRC_RECV;
 	}
+	return n;
+}
+
+int xm_proc_inis(struct xm_proc *p)
+{
+	struct ofx_list *pos, *tmp;
+	int n = 0;
+
+	xm_for_each(pos, tmp, FAKE_QP)
+		n += qp_at(pos)->fq.qp.qp_type == IBV_QPT_XRC_SEND &&
+		     qp_at(pos)->fq.obj.ctx == &p->ctx;
 	return n;
 }
 

@@ -24,7 +24,20 @@
  * (copying the bytes, completing on the SRQ's CQ) and completes on the INI
  * QP's send CQ; an SRQ with no receive holds the message and every later
  * one of that INI QP (RNR retry 7) unless xm_rnr_limited; a missing TGT or
- * SRQ, or a limited RNR, moves the INI QP to error.  As on mlx5,
+ * SRQ, or a limited RNR, moves the INI QP to error, and so does a message
+ * longer than its receive (the receive completes with LOC_LEN_ERR, the
+ * send with REM_INV_REQ_ERR).  Segments are checked as the device checks
+ * them when it executes a WR: a local one against the MRs of the QP's PD
+ * (a receive's: the SRQ's), failing with LOC_PROT_ERR (at a receiver: the
+ * sender gets REM_OP_ERR); an rkey against the MRs of the target SRQ's PD
+ * (REM_ACCESS_ERR).  SEND, SEND_WITH_IMM, SEND_WITH_INV and
+ * RDMA_WRITE_WITH_IMM take a receive (the last writes the remote address
+ * and completes it as RECV_RDMA_WITH_IMM with the immediate; a send with
+ * invalidate invalidates the type 2 window its rkey names, WITH_INV);
+ * RDMA WRITE and READ and the atomics take none (an atomic returns the old
+ * 8-byte word).  The TGT's access flags must allow the request (else an
+ * invalid request), as the rdma_cm attributes give them (reads and atomics
+ * only with responder resources).  As on mlx5,
  * destroying a QP removes its CQEs from its CQs; destroying an XRC SRQ
  * leaves its CQEs, and a poll that meets one fails (-2) and loses the
  * completions it took before it.  Control messages of xrc.c go through a
@@ -32,6 +45,7 @@
  */
 
 #define XM_MAX_PROCS 16
+#define XM_MAX_LMRS 4
 
 /*
  * A device profile: the caps ia->dev_attr reports and the rules create_qp
@@ -64,6 +78,15 @@ struct xm_proc {
 	struct ofx_evd *cr_evd;		/* a PSP's (xm_use_cm) */
 	/* its ids' address and route resolutions, and paths set instead (xm_use_cm) */
 	int resolve_addrs, resolve_routes, path_sets;
+	/* xm_lkey's registrations, freed at close as dat_ia_close frees an LMR left */
+	struct xm_lmr {
+		const void *addr;
+		size_t len;
+		DAT_LMR_HANDLE lmr;
+		DAT_LMR_CONTEXT lkey;
+		DAT_RMR_CONTEXT rkey;
+	} lmrs[XM_MAX_LMRS];
+	int nlmrs;
 };
 
 extern bool xm_rnr_limited;	/* RNR beyond the retry count breaks the INI QP */
@@ -105,12 +128,27 @@ void xm_fini(void);
 /* Opens a process on `node` (IA with xrc, domain file `xrcd` or ""). */
 struct xm_proc *xm_proc_open(int node, const char *xrcd, enum ofx_xrc_tgt tgt);
 int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **proc_p);
-/* Frees the process's EPs, EVDs and domain (ia_close). */
+/*
+ * Frees the process's EPs, EVDs and domain as ia_close does: its XRC
+ * connections end first (ofx_xrc_ia_quiesce), and the peers hear their
+ * DISCs (xm_pump) before the EPs and SRQs go, as the peers' progress
+ * threads would deliver them.
+ */
 void xm_proc_close(struct xm_proc *p);
 /* The process dies: its SRQs and QPs vanish, nothing is said to peers. */
 void xm_proc_kill(struct xm_proc *p);
 
 struct ofx_ep *xm_ep_new(struct xm_proc *p);
+/*
+ * The lkey (and with xm_rkey the rkey) of an LMR of `p`'s PZ over [addr,
+ * addr + len) with every privilege (remote atomics too), registered on first use: the model
+ * checks every segment a WR names against the MRs of its QP's or SRQ's PD,
+ * as the device does (a bad one fails the WR with LOC_PROT_ERR).
+ */
+DAT_LMR_CONTEXT xm_lkey(struct xm_proc *p, const void *addr, size_t len);
+DAT_RMR_CONTEXT xm_rkey(struct xm_proc *p, const void *addr, size_t len);
+/* The process an EP belongs to. */
+struct xm_proc *xm_proc_of(const struct ofx_ep *ep);
 /* Drives the whole handshake (offer, REJ accept, control messages). */
 void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct ofx_ep *eb,
 		const void *pdata, int pdata_len, const void *acc, int acc_len);
@@ -121,6 +159,8 @@ void xm_pump(void);
 int xm_live_qps(int type);	/* IBV_QPT_XRC_SEND / XRC_RECV (TGT objects) / RC */
 int xm_rc_recvs(void);		/* receives posted to RC QPs (not in RESET) */
 int xm_tgts_on_node(int node);
+/* INI QPs of `p` the device holds (the provider's ini_live says what it thinks it holds). */
+int xm_proc_inis(struct xm_proc *p);
 
 /* Whether the kernel core takes `mask` for a transition of a QP of `type`. */
 int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_state next,
@@ -128,6 +168,14 @@ int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 
 /* The i-th live INI QP of `node` (NULL if none) and what create granted it. */
 struct ibv_qp *xm_ini_qp(int node, int i, struct ibv_qp_cap *cap_p);
+/*
+ * The TGT an INI QP sends to (its RTR's dest_qp_num): a handle of it (NULL
+ * if none is open) and its state (-1 if the TGT is gone).  A TGT delivers
+ * only in RTR or RTS; otherwise, as when it is gone, the INI QP's retries
+ * run out (RETRY_EXC_ERR).
+ */
+struct ibv_qp *xm_tgt_handle(struct ibv_qp *ini);
+int xm_tgt_state(struct ibv_qp *ini);
 /* Read depths set by modify_qp: an INI's max_rd_atomic, a TGT's max_dest_rd_atomic. */
 int xm_qp_max_rd_atomic(struct ibv_qp *qp);
 int xm_tgt_max_dest_rd_atomic(int node);
