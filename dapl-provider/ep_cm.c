@@ -791,12 +791,8 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		ep->cm_established = true;
-		if (ep->p2p && !ep->rtr_arrived) {
-			/* the RTR's completion moves it on (rtr_wait_start) */
-			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
-			return;
-		}
 		if (ep->p2p) {
+			/* connected now if the RTR is in, else by its completion (rtr_wait_start) */
 			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
 			ofx_ep_conn_p2p_maybe_established(ep);
 			return;
