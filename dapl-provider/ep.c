@@ -132,7 +132,7 @@ static int ep_check_attr(const struct ofx_ia *ia, const DAT_EP_ATTR *a, bool has
 	    a->max_rdma_size > ia->port_attr.max_msg_sz) {
 		ofx_err("ep attr beyond device %s limits: dtos %d/%d (max %d) iov %d/%d (max %d) "
 			"rd %d/%d (max %d/%d) msg %u rdma %u (max %u)",
-			ibv_get_device_name(ia->verbs->device), a->max_recv_dtos,
+			ofx_verbs_dev_name(ia->verbs), a->max_recv_dtos,
 			a->max_request_dtos, dto_limit, a->max_recv_iov, a->max_request_iov,
 			dev->max_sge, a->max_rdma_read_in, a->max_rdma_read_out,
 			dev->max_qp_rd_atom, dev->max_qp_init_rd_atom, a->max_message_size,
@@ -191,14 +191,13 @@ static int ep_create_qp(struct ofx_ep *ep)
 	errno = 0;
 	ep->qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
 	if (!ep->qp) {
-		/* libsiw fails some creations without setting errno: say so */
-		int ret = errno ? -errno : -ENOMEM;
+		const char *why;
+		int ret = ofx_verbs_create_failed(&why);
 
 		ofx_err("create rc qp on %s (send %u recv %u sge %u/%u inline %u): %s",
-			ibv_get_device_name(ia->verbs->device), init.cap.max_send_wr,
+			ofx_verbs_dev_name(ia->verbs), init.cap.max_send_wr,
 			init.cap.max_recv_wr, init.cap.max_send_sge, init.cap.max_recv_sge,
-			init.cap.max_inline_data,
-			errno ? strerror(errno) : "failed, no errno from the device library");
+			init.cap.max_inline_data, why);
 		return ret;
 	}
 	ep->max_inline = init.cap.max_inline_data;

@@ -267,10 +267,13 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 				strerror(-ret));
 			goto err_destroy_channel;
 		}
+		errno = 0;
 		evd->cq = ofx_verbs->create_cq(ia->verbs, qlen, evd, evd->channel, 0);
 		if (!evd->cq) {
-			ret = errno ? -errno : -ENOMEM;
-			ofx_err("ibv_create_cq cqe %d: %m", qlen);
+			const char *why;
+
+			ret = ofx_verbs_create_failed(&why);
+			ofx_err("ibv_create_cq cqe %d: %s", qlen, why);
 			goto err_destroy_channel;
 		}
 		evd->cq_depth = evd->cq->cqe;
@@ -1151,10 +1154,13 @@ static int evd_move_to_new_cq(struct ofx_evd *evd, int cqe)
 			evd->n_old_cqs + 1, cqe);
 		return -ENOSPC;
 	}
+	errno = 0;
 	cq = ofx_verbs->create_cq(evd->obj.ia->verbs, cqe, evd, evd->channel, 0);
 	if (!cq) {
-		ret = errno ? -errno : -ENOMEM;
-		ofx_err("evd %p: ibv_create_cq cqe %d for the moved evd: %m", (void *)evd, cqe);
+		const char *why;
+
+		ret = ofx_verbs_create_failed(&why);
+		ofx_err("evd %p: ibv_create_cq cqe %d for the moved evd: %s", (void *)evd, cqe, why);
 		return ret;
 	}
 	if (ofx_verbs->req_notify_cq(cq, 0))

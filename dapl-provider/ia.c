@@ -69,7 +69,7 @@ static struct ofx_ia_priv *ofx_ia_priv(struct ofx_ia *ia)
 
 static const char *ofx_ia_dev_name(const struct ofx_ia *ia)
 {
-	return ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)";
+	return ofx_verbs_dev_name(ia->verbs);
 }
 
 static const char *ofx_transport_str(enum ofx_transport t)

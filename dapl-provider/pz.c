@@ -30,7 +30,7 @@ DAT_RETURN ofx_pz_create(DAT_IA_HANDLE ia_h, DAT_PZ_HANDLE *pz_p)
 	pz->pd = ofx_verbs->alloc_pd(ia->verbs);
 	if (!pz->pd) {
 		ret = errno ? -errno : -ENOMEM;
-		ofx_err("device %s: ibv_alloc_pd: %m", ibv_get_device_name(ia->verbs->device));
+		ofx_err("device %s: ibv_alloc_pd: %m", ofx_verbs_dev_name(ia->verbs));
 		goto err_free;
 	}
 	atomic_init(&pz->refs, 0);

@@ -268,7 +268,7 @@ static DAT_RETURN rmr_create(DAT_PZ_HANDLE pz_h, DAT_RMR_HANDLE *rmr_p, bool for
 		type = ofx_rmr_type(ia);
 	if (!type) {
 		ofx_info("device %s has no %smemory windows (cap flags 0x%x, max_mw %d): "
-			 "%s not implemented", ibv_get_device_name(ia->verbs->device),
+			 "%s not implemented", ofx_verbs_dev_name(ia->verbs),
 			 for_ep ? "type 2 " : "", ia->dev_attr.device_cap_flags,
 			 ia->dev_attr.max_mw, for_ep ? "rmr_create_for_ep" : "rmr_create");
 		return OFX_DAT_ERR(DAT_NOT_IMPLEMENTED, DAT_NO_SUBTYPE);

@@ -19,7 +19,7 @@ static const char *srq_dev_name(const struct ofx_srq *srq)
 {
 	const struct ofx_ia *ia = srq->obj.ia;
 
-	return ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)";
+	return ofx_verbs_dev_name(ia->verbs);
 }
 
 static const struct ofx_cookie_ops srq_cookie_ops;
@@ -101,7 +101,7 @@ DAT_RETURN ofx_srq_create(DAT_IA_HANDLE ia_h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR *
 		return OFX_INVALID_ARG(4);
 	if (!ia->dev_attr.max_srq) {
 		ofx_info("device %s has no shared receive queues",
-			 ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)");
+			 ofx_verbs_dev_name(ia->verbs));
 		return OFX_DAT_ERR(DAT_MODEL_NOT_SUPPORTED, DAT_NO_SUBTYPE);
 	}
 	if (attr->max_recv_dtos <= 0 || attr->max_recv_dtos > ia->dev_attr.max_srq_wr ||
@@ -142,12 +142,14 @@ DAT_RETURN ofx_srq_create(DAT_IA_HANDLE ia_h, DAT_PZ_HANDLE pz_h, DAT_SRQ_ATTR *
 	init.srq_type = IBV_SRQT_BASIC;
 	init.pd = pz->pd;
 	init.comp_mask = IBV_SRQ_INIT_ATTR_TYPE | IBV_SRQ_INIT_ATTR_PD;
+	errno = 0;
 	srq->srq = ofx_verbs->create_srq_ex(ia->verbs, &init);
 	if (!srq->srq) {
-		ret = errno ? -errno : -ENOMEM;
-		ofx_err("create srq on %s (wr %d sge %d): %m",
-			ia->verbs ? ibv_get_device_name(ia->verbs->device) : "(none)",
-			attr->max_recv_dtos, attr->max_recv_iov);
+		const char *why;
+
+		ret = ofx_verbs_create_failed(&why);
+		ofx_err("create srq on %s (wr %d sge %d): %s",
+			ofx_verbs_dev_name(ia->verbs), attr->max_recv_dtos, attr->max_recv_iov, why);
 		goto err_slots;
 	}
 	srq->verbs_max_wr = init.attr.max_wr;

@@ -9,6 +9,24 @@
  * Thin adapters for the verbs calls that are static inline in verbs.h (they
  * dispatch through the context's ops and have no symbol to point at).
  */
+int ofx_verbs_create_failed(const char **why)
+{
+	int err = errno;
+
+	if (!err) {
+		*why = "failed without errno (libsiw does this once a process's queue "
+		       "mappings reach page offset 0x90: README, siw)";
+		return -ENOMEM;
+	}
+	*why = strerror(err);
+	return -err;
+}
+
+const char *ofx_verbs_dev_name(const struct ibv_context *ctx)
+{
+	return ctx && ctx->device ? ibv_get_device_name(ctx->device) : "(none)";
+}
+
 static int real_poll_cq(struct ibv_cq *cq, int n, struct ibv_wc *wc)
 {
 	return ibv_poll_cq(cq, n, wc);

@@ -90,6 +90,20 @@ static inline int ofx_verbs_neg_errno(int ret)
 	return ret > 0 ? -ret : ret;
 }
 
+/*
+ * After a create verb returned NULL: the failure as a negative errno, and
+ * words for the log.  libsiw fails a QP, CQ or SRQ whose queue mapping got
+ * page offset 0x90 from the kernel without setting errno: it takes that key
+ * (0x90000) for its old invalid-key marker, SIW_INVAL_UOBJ_KEY.  The kernel
+ * hands out offsets first-fit and the failed object frees its own, so once a
+ * process's siw queue mappings reach 144 pages every later create fails
+ * (README, "siw").  No errno is reported as -ENOMEM; *why gets the words.
+ */
+int ofx_verbs_create_failed(const char **why);
+
+/* The device's name for logs; "(none)" without a context or device (fakes). */
+const char *ofx_verbs_dev_name(const struct ibv_context *ctx);
+
 extern const struct ofx_verbs_ops ofx_verbs_real;
 /* The ops in use; read on every call, written only by ofx_verbs_set(). */
 extern const struct ofx_verbs_ops *ofx_verbs;

@@ -63,6 +63,19 @@ static int siw_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	return 0;
 }
 
+/* libsiw's create of an object whose mapping got key 0x90000: NULL, errno untouched. */
+static int siw_creates_refused;
+static struct ibv_qp *(*fake_create_qp_ex)(struct ibv_context *, struct ibv_qp_init_attr_ex *);
+
+static struct ibv_qp *siw_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
+{
+	if (siw_creates_refused > 0) {
+		siw_creates_refused--;
+		return NULL;
+	}
+	return fake_create_qp_ex(ctx, attr);
+}
+
 struct fixture {
 	DAT_PZ_HANDLE pz;
 	DAT_LMR_HANDLE lmr;
@@ -77,6 +90,9 @@ static void setup(void)
 	fake_verbs.ops.post_recv = siw_post_recv;
 	fake_verbs.ops.post_send = siw_post_send;
 	fake_verbs.ops.modify_qp = siw_modify_qp;
+	fake_create_qp_ex = fake_verbs.ops.create_qp_ex;
+	fake_verbs.ops.create_qp_ex = siw_create_qp_ex;
+	siw_creates_refused = 0;
 	fake_verbs.resize_errno = EOPNOTSUPP;
 	fake_verbs.next_num = 0x100;
 	memset(&dev, 0, sizeof(dev));
@@ -413,6 +429,42 @@ static void test_new_eps_land_on_the_moved_cq(void)
 	teardown();
 }
 
+/*
+ * libsiw refuses a QP without setting errno once the process's queue
+ * mappings reach page offset 0x90 (README, siw): ep_create must fail with a
+ * DAT error, not succeed or crash on a stale errno, and leave nothing behind.
+ */
+static void test_create_refused_without_errno_is_insufficient_resources(void)
+{
+	DAT_EP_ATTR attr = ep_attr(4);
+	const char *why;
+	struct fixture f;
+	DAT_EP_HANDLE h;
+	int qps;
+
+	setup();
+	fixture_init(&f, 64, 4);
+	qps = fake_verbs.qps;
+	siw_creates_refused = 1;
+	errno = EINTR;	/* stale: must not be reported */
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_ep_create(&ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
+						   &attr, &h)),
+			DAT_INSUFFICIENT_RESOURCES);
+	CU_ASSERT_EQUAL(siw_creates_refused, 0);
+	CU_ASSERT_EQUAL(fake_verbs.qps, qps);
+	CU_ASSERT_EQUAL(ofx_ep_create(&ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd, &attr, &h),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_free(h), DAT_SUCCESS);
+	errno = 0;
+	CU_ASSERT_EQUAL(ofx_verbs_create_failed(&why), -ENOMEM);
+	CU_ASSERT_PTR_NOT_NULL(strstr(why, "0x90"));
+	errno = EINVAL;
+	CU_ASSERT_EQUAL(ofx_verbs_create_failed(&why), -EINVAL);
+	CU_ASSERT_STRING_EQUAL(why, strerror(EINVAL));
+	fixture_fini(&f);
+	teardown();
+}
+
 /* iWARP carries 248 bytes each way (MPA v2 takes 8 of 256); IB/RoCE as stock. */
 static void test_private_data_limits_follow_the_transport(void)
 {
@@ -447,5 +499,7 @@ CU_TestInfo ofx_test_siw[] = {
 	  test_evd_moves_to_a_bigger_cq_without_resize },
 	{ "new eps land on the moved cq; an ep no cq can hold is refused",
 	  test_new_eps_land_on_the_moved_cq },
+	{ "a create refused without errno is insufficient resources",
+	  test_create_refused_without_errno_is_insufficient_resources },
 	CU_TEST_INFO_NULL,
 };
