@@ -1398,8 +1398,8 @@ static void fence_expired(void *arg)
 
 	conn_lock(xe);
 	if (xe->state == XC_FENCE && !xe->fence_done) {
-		ofx_warn("xrc conn %p: fence not completed within %u ms", (void *)xe,
-			 xe->ia->cfg.cm_timeout_ms);
+		ofx_warn("xrc conn %p: fence not completed by its deadline (cm_timeout_ms)",
+			 (void *)xe);
 		xe->fence_abandoned = true;
 		xe->fence_done = true;
 		conn_after_fence(xe);
