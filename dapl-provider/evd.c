@@ -33,7 +33,9 @@
  *  - An event queued on an enabled EVD that nobody waits on directly
  *    triggers the attached CNO (cno.c).  A CNO-attached EVD with a CQ has
  *    its completion channel watched by the IA's progress engine while
- *    attached, which drains the CQ into the ring and then triggers.
+ *    attached, which drains the CQ into the ring and then triggers; so
+ *    has one while a completion nobody may poll for is awaited
+ *    (ofx_evd_watch_channel), which the drain hands to its owner.
  *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize.  The
  *    CQ itself grows when EPs reserve more work requests than it holds
  *    (ofx_evd_reserve_cqes), or the EVD moves to a bigger CQ where the
