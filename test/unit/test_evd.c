@@ -955,6 +955,21 @@ static void own_wr_completes(struct own_wr *w, struct ofx_evd *evd)
 	fake_cq_push(evd, &wc);
 }
 
+/* A DTO EVD of the test IA and an owner of work requests on it. */
+static struct ofx_evd *own_start(struct own_wr *w)
+{
+	setup();
+	own_wr_init(w);
+	return evd_new(4, DAT_EVD_DTO_FLAG);
+}
+
+static void own_end(struct ofx_evd *evd, struct own_wr *w)
+{
+	ofx_evd_destroy(evd);
+	ofx_waiter_fini(&w->woken);
+	teardown();
+}
+
 /*
  * Nobody polls the EVD: while watched, its completion channel wakes the
  * progress thread, whose drain hands the completion to its owner's notify
@@ -965,10 +980,8 @@ static void test_channel_watch_hands_a_completion_to_its_owner_unpolled(void)
 	struct ofx_evd *evd;
 	struct own_wr w;
 
-	setup();
-	own_wr_init(&w);
+	evd = own_start(&w);
 	CU_ASSERT_FATAL(ofx_progress_start(&test_ia.progress, "unit") == 0);
-	evd = evd_new(4, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_EQUAL(ofx_evd_watch_channel(evd), 0);
 	CU_ASSERT_EQUAL(ofx_evd_watch_channel(evd), 0);
 	CU_ASSERT_EQUAL(evd->channel_watchers, 2);
@@ -986,9 +999,7 @@ static void test_channel_watch_hands_a_completion_to_its_owner_unpolled(void)
 	CU_ASSERT_EQUAL(evd->channel_watchers, 0);
 	ofx_progress_stop(test_ia.progress);
 	test_ia.progress = NULL;
-	ofx_evd_destroy(evd);
-	ofx_waiter_fini(&w.woken);
-	teardown();
+	own_end(evd, &w);
 }
 
 /*
@@ -1002,17 +1013,13 @@ static void test_wait_cq_returns_once_a_drain_made_it_done(void)
 	struct own_wr w;
 	uint64_t t0;
 
-	setup();
-	own_wr_init(&w);
-	evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	evd = own_start(&w);
 	own_wr_completes(&w, evd);
 	t0 = ofx_now_ns();
 	CU_ASSERT_EQUAL(ofx_evd_wait_cq(evd, own_notified, &w, t0 + 2000000000ull), 0);
 	CU_ASSERT(ofx_now_ns() - t0 < 1000000000ull);
 	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
-	ofx_evd_destroy(evd);
-	ofx_waiter_fini(&w.woken);
-	teardown();
+	own_end(evd, &w);
 }
 
 /* Nothing completes: ofx_evd_wait_cq ends at its deadline, not before. */
@@ -1022,17 +1029,13 @@ static void test_wait_cq_ends_at_its_deadline(void)
 	struct own_wr w;
 	uint64_t t0;
 
-	setup();
-	own_wr_init(&w);
-	evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	evd = own_start(&w);
 	t0 = ofx_now_ns();
 	CU_ASSERT_EQUAL(ofx_evd_wait_cq(evd, own_notified, &w, t0 + 50000000ull), -ETIMEDOUT);
 	CU_ASSERT(ofx_now_ns() - t0 >= 50000000ull);
 	CU_ASSERT(fake_cq_armed(evd->cq));
 	CU_ASSERT_EQUAL(atomic_load(&w.notified), 0);
-	ofx_evd_destroy(evd);
-	ofx_waiter_fini(&w.woken);
-	teardown();
+	own_end(evd, &w);
 }
 
 struct late_completion {
@@ -1058,9 +1061,7 @@ static void test_wait_cq_wakes_on_a_completion_event(void)
 	pthread_t th;
 	uint64_t t0;
 
-	setup();
-	own_wr_init(&w);
-	evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	evd = own_start(&w);
 	l.evd = evd;
 	l.w = &w;
 	t0 = ofx_now_ns();
@@ -1069,9 +1070,7 @@ static void test_wait_cq_wakes_on_a_completion_event(void)
 	CU_ASSERT(ofx_now_ns() - t0 < 2000000000ull);
 	pthread_join(th, NULL);
 	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
-	ofx_evd_destroy(evd);
-	ofx_waiter_fini(&w.woken);
-	teardown();
+	own_end(evd, &w);
 }
 
 CU_TestInfo ofx_test_evd[] = {
