@@ -139,7 +139,7 @@ struct ofx_ep {
 	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
 	struct ofx_timer rtr_timer;	/* passive: the deadline of the RTR wait */
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
-	bool rtr_watch;			/* passive: ofx_evd_watch_rtr of recv_evd held */
+	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */
 
 	/*
 	 * Teardown: once `dying` is set the EP's completions are retired but

@@ -764,7 +764,7 @@ static void rtr_expired(void *arg)
  * A passive SEND-RTR EP waits for the RTR receive to complete on its recv
  * CQ, which the consumer may not be polling (it waits for ESTABLISHED on
  * the connection EVD).  Meanwhile the progress thread watches that CQ's
- * completion channel (ofx_evd_watch_rtr): the RTR's completion wakes it and
+ * completion channel (ofx_evd_watch_channel): the RTR's completion wakes it and
  * reaches this EP through the drain (ofx_ep_dto_notify); completions found
  * on the way stay queued for the consumer.  rtr_timer is the deadline
  * only.  ofx_ep_conn_rtr_wait_end ends both.
@@ -775,7 +775,7 @@ static int rtr_wait_start(struct ofx_ep *ep)
 	int ret;
 
 	if (ep->recv_evd) {
-		ret = ofx_evd_watch_rtr(ep->recv_evd);
+		ret = ofx_evd_watch_channel(ep->recv_evd);
 		if (ret)
 			return ret;
 		ep->rtr_watch = true;

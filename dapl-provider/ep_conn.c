@@ -101,7 +101,7 @@ void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep)
 	if (!ep->rtr_watch)
 		return;
 	ep->rtr_watch = false;
-	ofx_evd_unwatch_rtr(ep->recv_evd);
+	ofx_evd_unwatch_channel(ep->recv_evd);
 }
 
 void ofx_ep_conn_report(struct ofx_ep *ep, enum ofx_ep_state to, DAT_EVENT_NUMBER num,

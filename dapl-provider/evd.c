@@ -33,7 +33,9 @@
  *  - An event queued on an enabled EVD that nobody waits on directly
  *    triggers the attached CNO (cno.c).  A CNO-attached EVD with a CQ has
  *    its completion channel watched by the IA's progress engine while
- *    attached, which drains the CQ into the ring and then triggers.
+ *    attached, which drains the CQ into the ring and then triggers; so
+ *    has one while a completion nobody may poll for is awaited
+ *    (ofx_evd_watch_channel), which the drain hands to its owner.
  *  - CQ-backed EVDs cannot grow beyond the CQ depth with evd_resize.  The
  *    CQ itself grows when EPs reserve more work requests than it holds
  *    (ofx_evd_reserve_cqes), or the EVD moves to a bigger CQ where the
@@ -149,7 +151,7 @@ static void evd_unwatch_locked(struct ofx_evd *evd)
 /*
  * Detaches the CNO, if any; returns once the progress engine's handler can
  * no longer reach it.  The channel watch itself goes at the handler's next
- * run, unless an RTR wait still needs it.
+ * run, unless a watcher still needs it.
  */
 static void evd_detach_cno(struct ofx_evd *evd)
 {
@@ -193,30 +195,30 @@ static int evd_attach_cno(struct ofx_evd *evd, struct ofx_cno *cno)
 	return 0;
 }
 
-int ofx_evd_watch_rtr(struct ofx_evd *evd)
+int ofx_evd_watch_channel(struct ofx_evd *evd)
 {
 	int ret;
 
 	pthread_mutex_lock(&evd->lock);
 	ret = evd_watch_locked(evd);
 	if (!ret)
-		evd->rtr_waiters++;
+		evd->channel_watchers++;
 	pthread_mutex_unlock(&evd->lock);
-	/* the RTR is not sent yet: its completion will raise an event */
+	/* the awaited work request is not posted yet: its completion will raise an event */
 	if (!ret && evd_arm_cqs(evd)) {
-		ofx_evd_unwatch_rtr(evd);
+		ofx_evd_unwatch_channel(evd);
 		ret = -EIO;
 	}
 	return ret;
 }
 
-void ofx_evd_unwatch_rtr(struct ofx_evd *evd)
+void ofx_evd_unwatch_channel(struct ofx_evd *evd)
 {
 	pthread_mutex_lock(&evd->lock);
-	if (evd->rtr_waiters > 0)
-		evd->rtr_waiters--;
+	if (evd->channel_watchers > 0)
+		evd->channel_watchers--;
 	else
-		ofx_err("evd %p: rtr unwatch without a watch (provider bug)", (void *)evd);
+		ofx_err("evd %p: channel unwatch without a watch (provider bug)", (void *)evd);
 	pthread_mutex_unlock(&evd->lock);
 }
 
@@ -320,9 +322,9 @@ void ofx_evd_destroy(struct ofx_evd *evd)
 		return;
 	ofx_dbg("evd %p: destroy (%d events pending)", (void *)evd, evd->count);
 	evd_detach_cno(evd);
-	if (evd->rtr_waiters)
-		ofx_warn("evd %p: freed with %d rtr waits (provider bug)", (void *)evd,
-			 evd->rtr_waiters);
+	if (evd->channel_watchers)
+		ofx_warn("evd %p: freed with %d channel watches (provider bug)", (void *)evd,
+			 evd->channel_watchers);
 	/* not under the lock: the handler that may be running takes it */
 	if (evd->channel_watched && ofx_progress_del_fd(evd->obj.ia->progress,
 							evd->channel->fd))
@@ -713,15 +715,17 @@ static bool evd_notify_is_idle(void *arg)
 	return atomic_load(&evd->notify_inflight) == 0;
 }
 
+static void evd_notify_report(void *arg, unsigned int waited_s)
+{
+	ofx_warn("evd %p: a completion handler has run for %u s, still waiting", arg, waited_s);
+}
+
 void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
 {
 	/* taking the lock orders us after any drain that saw the EP alive */
 	pthread_mutex_lock(&evd->lock);
 	pthread_mutex_unlock(&evd->lock);
-	while (ofx_waiter_wait(&evd->notify_idle, evd_notify_is_idle, evd,
-			       ofx_now_ns() + 5000000000ull))
-		ofx_warn("evd %p: a completion handler has run for 5 s, still waiting",
-			 (void *)evd);
+	ofx_waiter_wait_reporting(&evd->notify_idle, evd_notify_is_idle, evd, evd_notify_report);
 }
 
 int ofx_evd_drain_cq(struct ofx_evd *evd)
@@ -782,7 +786,7 @@ static void evd_consume_channel(struct ofx_evd *evd)
 
 /*
  * Progress-engine handler of a watched completion channel (a CNO attached
- * or an RTR awaited; also called once at CNO attach): acknowledges the
+ * or a completion awaited; also called once at CNO attach): acknowledges the
  * notification, re-arms the CQ, drains it into the ring, then wakes a
  * direct waiter or triggers the CNO.  Arming before draining means no
  * completion is left unnotified.  With no reason left to watch, it then
@@ -804,41 +808,10 @@ static void evd_channel_ready(void *arg)
 		return;
 	pthread_mutex_lock(&evd->lock);
 	evd_notify_locked(evd, &call);
-	if (!evd->cno && !evd->rtr_waiters && ofx_progress_in_thread(evd->obj.ia->progress))
+	if (!evd->cno && !evd->channel_watchers && ofx_progress_in_thread(evd->obj.ia->progress))
 		evd_unwatch_locked(evd);
 	pthread_mutex_unlock(&evd->lock);
 	ofx_cno_agent_run(&call);
-}
-
-int ofx_evd_wait_cq(struct ofx_evd *evd, uint64_t deadline_ns)
-{
-	struct pollfd pfd;
-	int ret;
-
-	if (!evd->cq || !evd->channel)
-		return -ENODEV;
-	ret = ofx_evd_drain_cq(evd);
-	if (ret < 0)
-		return ret;
-	/* arm, then drain again: a completion between the two is not lost */
-	if (evd_arm_cqs(evd))
-		return -EIO;
-	ret = ofx_evd_drain_cq(evd);
-	if (ret < 0)
-		return ret;
-	pfd.fd = evd->channel->fd;
-	pfd.events = POLLIN;
-	pfd.revents = 0;
-	ret = poll(&pfd, 1, ofx_poll_timeout_ms(deadline_ns));
-	if (ret < 0 && errno != EINTR) {
-		ret = -errno;
-		ofx_err("evd %p: poll: %m", (void *)evd);
-		return ret;
-	}
-	if (ret > 0)
-		evd_consume_channel(evd);
-	ret = ofx_evd_drain_cq(evd);
-	return ret < 0 ? ret : 0;
 }
 
 static void evd_consume_wake(struct ofx_evd *evd)
@@ -884,6 +857,80 @@ static int evd_poll_cancellable(struct ofx_evd *evd, struct pollfd *pfd, int nfd
 }
 
 /*
+ * The core of every wait on the EVD (evd_wait, ofx_evd_wait_cq), called
+ * between two drains of its CQs.  The first call after a completion event
+ * arms the CQs and returns at once, so that the caller drains again: a
+ * completion between its drain and the arm is not lost.  The next one
+ * sleeps in poll() on the completion channel, and with `wake` the eventfd,
+ * until one fires or `deadline` passes, and consumes what fired.  0 to
+ * drain and test again, -ETIMEDOUT once the deadline passed, or a
+ * negative errno.  No EVD lock held.
+ */
+static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t deadline,
+		     int cancel_state)
+{
+	struct pollfd pfd[2];
+	int ret, ms, nfd = 0, chan = -1;
+
+	if (evd->cq && !*armed_p) {
+		if (evd_arm_cqs(evd))
+			return -EIO;
+		*armed_p = true;
+		return 0;
+	}
+	ms = ofx_poll_timeout_ms(deadline);
+	if (!ms)
+		return -ETIMEDOUT;
+	if (wake) {
+		pfd[nfd].fd = evd->wake_fd;
+		pfd[nfd].events = POLLIN;
+		pfd[nfd++].revents = 0;
+	}
+	if (evd->channel) {
+		chan = nfd;
+		pfd[nfd].fd = evd->channel->fd;
+		pfd[nfd].events = POLLIN;
+		pfd[nfd++].revents = 0;
+	}
+	ret = cancel_state == PTHREAD_CANCEL_ENABLE ? evd_poll_cancellable(evd, pfd, nfd, ms) :
+						      poll(pfd, (nfds_t)nfd, ms);
+	if (ret < 0 && errno != EINTR) {
+		ret = -errno;
+		ofx_err("evd %p: poll: %m", (void *)evd);
+		return ret;
+	}
+	if (ret <= 0)
+		return 0;
+	if (wake && pfd[0].revents)
+		evd_consume_wake(evd);
+	if (chan >= 0 && pfd[chan].revents) {
+		evd_consume_channel(evd);
+		*armed_p = false;	/* notification is one-shot */
+	}
+	return 0;
+}
+
+int ofx_evd_wait_cq(struct ofx_evd *evd, bool (*done)(void *arg), void *arg,
+		    uint64_t deadline_ns)
+{
+	bool armed = false;
+	int ret;
+
+	if (!evd->cq || !evd->channel)
+		return -ENODEV;
+	for (;;) {
+		ret = ofx_evd_drain_cq(evd);
+		if (ret < 0)
+			return ret;
+		if (done(arg))
+			return 0;
+		ret = evd_block(evd, &armed, false, deadline_ns, PTHREAD_CANCEL_DISABLE);
+		if (ret < 0)
+			return ret;
+	}
+}
+
+/*
  * Wait loop of evd_wait; runs with evd->waiter set and the lock dropped.
  * Returns with the lock held.
  */
@@ -892,9 +939,8 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 {
 	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
 			    ofx_now_ns() + (uint64_t)timeout * 1000;
-	struct pollfd pfd[2];
 	bool armed = false;
-	int ret, ms, nfd;
+	int ret;
 
 	for (;;) {
 		if (evd->cq) {
@@ -915,48 +961,18 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 				*nmore = evd->count;
 			return DAT_SUCCESS;
 		}
-		ms = ofx_poll_timeout_ms(deadline);
-		if (!ms) {
+		if (!ofx_poll_timeout_ms(deadline)) {
 			if (nmore)
 				*nmore = evd->count;
 			return DAT_TIMEOUT_EXPIRED;
 		}
 		pthread_mutex_unlock(&evd->lock);
 
-		if (evd->cq && !armed) {
-			/* Arm, then drain again: a completion between the two is not lost. */
-			if (evd_arm_cqs(evd)) {
-				pthread_mutex_lock(&evd->lock);
-				return ofx_dat_status(-EIO, OFX_OBJ_EVD);
-			}
-			armed = true;
-			continue;
-		}
-
-		nfd = 0;
-		pfd[nfd].fd = evd->wake_fd;
-		pfd[nfd].events = POLLIN;
-		pfd[nfd++].revents = 0;
-		if (evd->channel) {
-			pfd[nfd].fd = evd->channel->fd;
-			pfd[nfd].events = POLLIN;
-			pfd[nfd++].revents = 0;
-		}
-		ret = cancel_state == PTHREAD_CANCEL_ENABLE ?
-		      evd_poll_cancellable(evd, pfd, nfd, ms) : poll(pfd, (nfds_t)nfd, ms);
-		if (ret < 0 && errno != EINTR) {
-			ret = -errno;
-			ofx_err("evd %p: poll: %m", (void *)evd);
+		/* -ETIMEDOUT: the test above reports it */
+		ret = evd_block(evd, &armed, true, deadline, cancel_state);
+		if (ret < 0 && ret != -ETIMEDOUT) {
 			pthread_mutex_lock(&evd->lock);
 			return ofx_dat_status(ret, OFX_OBJ_EVD);
-		}
-		if (ret <= 0)
-			continue;
-		if (pfd[0].revents)
-			evd_consume_wake(evd);
-		if (nfd > 1 && pfd[1].revents) {
-			evd_consume_channel(evd);
-			armed = false;	/* notification is one-shot */
 		}
 	}
 }

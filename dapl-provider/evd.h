@@ -73,11 +73,11 @@ struct ofx_evd {
 	struct ofx_cno *cno;	/* guarded by lock; see evd_attach_cno() */
 	/*
 	 * The progress engine watches the completion channel while a CNO is
-	 * attached or a passive p2p EP awaits its RTR here (rtr_waiters);
-	 * both under lock.  The engine's handler drops the watch once neither
-	 * holds (ofx_evd_watch_rtr).
+	 * attached or someone awaits a completion here (channel_watchers:
+	 * ofx_evd_watch_channel); both under lock.  The engine's handler
+	 * drops the watch once neither holds.
 	 */
-	int rtr_waiters;
+	int channel_watchers;
 	bool channel_watched;
 	atomic_int refs;	/* EPs, SPs, SRQs that reference this EVD */
 };
@@ -109,16 +109,21 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 void ofx_evd_destroy(struct ofx_evd *evd);
 
 /*
- * A passive p2p EP awaits its SEND RTR on this EVD's CQ, which the consumer
- * may not poll while it waits for ESTABLISHED: from now until the matching
- * ofx_evd_unwatch_rtr the progress thread is woken by the completion
- * channel and drains the CQ into the ring (the RTR's completion reaches its
- * EP on the way).  No polling timer.  Call before the RTR can be sent (the
- * CQ is armed here).  Any thread; the EP's lock may be held.  Returns 0 or
- * a negative errno (the channel could not be watched).
+ * Someone awaits a completion on this EVD's CQ that the consumer may not be
+ * polling for (a passive p2p EP's RTR, an XRC connection's fence): from now
+ * until the matching ofx_evd_unwatch_channel the progress thread is woken
+ * by the completion channel and drains the CQ into the ring.  The awaited
+ * completion reaches its owner on the way, through the notify op its
+ * cookie declares (dto.h); the rest stay queued for the consumer.  Watches
+ * are counted.  No polling timer: the watcher keeps its own deadline.
+ * Call before the awaited work request is posted (the CQ is armed here).
+ * Any thread; the owner's lock may be held (the notify op takes it, but
+ * only after the drain dropped evd->lock).  Returns 0 or a negative errno
+ * (the channel could not be watched); with no progress engine, 0 and
+ * nothing is watched.
  */
-int ofx_evd_watch_rtr(struct ofx_evd *evd);
-void ofx_evd_unwatch_rtr(struct ofx_evd *evd);
+int ofx_evd_watch_channel(struct ofx_evd *evd);
+void ofx_evd_unwatch_channel(struct ofx_evd *evd);
 
 /*
  * Queues a copy of `ev` (evd_handle is filled in here) and wakes a waiter.
@@ -154,14 +159,17 @@ int ofx_evd_drain_cq(struct ofx_evd *evd);
  */
 bool ofx_evd_drain_all(struct ofx_evd *evd);
 /*
- * A wait for the EVD's next completion where no progress engine polls for
- * it (XRC teardown at ia_close, after the engine stopped): drains the CQs,
- * arms them, drains again and waits in poll() on the completion channel
- * until a completion event (consumed, the CQs drained once more) or the
- * CLOCK_MONOTONIC deadline.  0 then, or a negative errno (-ENODEV: no CQ).
- * Takes the channel's events from a consumer waiting on the EVD meanwhile.
+ * A wait on the EVD's completions where no progress engine drains them
+ * (XRC teardown at ia_close, after the engine stopped): drains the CQs
+ * (the owners' notify ops run), and until done(arg) holds after a drain
+ * waits in poll() on the completion channel, the core of evd_wait (the CQs
+ * armed between two drains).  0 once done, -ETIMEDOUT at the
+ * CLOCK_MONOTONIC deadline, or a negative errno (-ENODEV: no CQ).  `done`
+ * runs with no EVD lock held.  Takes the channel's events from a consumer
+ * waiting on the EVD meanwhile.
  */
-int ofx_evd_wait_cq(struct ofx_evd *evd, uint64_t deadline_ns);
+int ofx_evd_wait_cq(struct ofx_evd *evd, bool (*done)(void *arg), void *arg,
+		    uint64_t deadline_ns);
 
 /*
  * An EP reserves room in the CQ for every work request it can have

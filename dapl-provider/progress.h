@@ -11,7 +11,8 @@
  * One progress engine per IA: a thread that waits in one epoll set on the
  * IA's rdma_cm event channel, the device async-event fd, extra fds that
  * other objects register (e.g. a completion channel that must be watched
- * while a p2p RTR is awaited) and an eventfd used to wake it up.  It also
+ * while a p2p RTR or an XRC fence is awaited) and an eventfd used to wake
+ * it up.  It also
  * runs one-shot timers (connection timeouts, bounded disconnect waits).
  * Handlers drain their fd until EAGAIN.  Shutdown writes the eventfd and
  * joins the thread; nothing sleep-polls.

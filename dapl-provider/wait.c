@@ -48,6 +48,22 @@ int ofx_waiter_wait(struct ofx_waiter *w, bool (*done)(void *arg), void *arg,
 	return ret == ETIMEDOUT ? -ETIMEDOUT : 0;
 }
 
+void ofx_waiter_wait_reporting(struct ofx_waiter *w, bool (*done)(void *arg), void *arg,
+			       void (*report)(void *arg, unsigned int waited_s))
+{
+	struct timespec now;
+	uint64_t start;
+
+	/* CLOCK_MONOTONIC as ofx_now_ns (progress.h, a layer above) */
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	start = (uint64_t)now.tv_sec * 1000000000ull + (uint64_t)now.tv_nsec;
+	for (unsigned int waited = OFX_WAITER_REPORT_S;; waited += OFX_WAITER_REPORT_S) {
+		if (!ofx_waiter_wait(w, done, arg, start + waited * 1000000000ull))
+			return;
+		report(arg, waited);
+	}
+}
+
 void ofx_waiter_wake(struct ofx_waiter *w)
 {
 	pthread_mutex_lock(&w->lock);

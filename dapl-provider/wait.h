@@ -30,6 +30,16 @@ void ofx_waiter_fini(struct ofx_waiter *w);
  */
 int ofx_waiter_wait(struct ofx_waiter *w, bool (*done)(void *arg), void *arg,
 		    uint64_t deadline_ns);
+/*
+ * ofx_waiter_wait without a deadline, for a condition that another thread's
+ * short work makes true (a handler or a post finishing), where giving up
+ * would free what that work still touches: every OFX_WAITER_REPORT_S
+ * seconds the condition still does not hold, report(arg, seconds waited)
+ * says so (a stuck thread is worth a warning), and the wait goes on.
+ */
+#define OFX_WAITER_REPORT_S 5
+void ofx_waiter_wait_reporting(struct ofx_waiter *w, bool (*done)(void *arg), void *arg,
+			       void (*report)(void *arg, unsigned int waited_s));
 /* Wakes every waiter of `w` to test its condition again.  Any thread. */
 void ofx_waiter_wake(struct ofx_waiter *w);
 /*

@@ -193,12 +193,10 @@ struct ofx_xrc_conn {
 	struct ofx_cookie fence;
 	struct ofx_cookie_owner fence_owner;
 	_Atomic bool dying;		/* ofx_xrc_conn_forget: the fence is not heard any more */
-	struct ofx_timer fence_timer;	/* polls the request EVD for the fence */
-	uint64_t fence_deadline_ns;
+	/* the fence's deadline, a one-shot timer (fence_wait_start) */
+	struct ofx_timer fence_timer;
+	bool fence_watch;		/* ofx_evd_watch_channel of req_evd held */
 };
-
-/* How often the progress thread looks for the fence's completion. */
-#define XRC_FENCE_POLL_US 1000
 
 /* ---- control messages ---------------------------------------------------- */
 
@@ -1249,9 +1247,25 @@ static void conn_established(struct ofx_xrc_conn *xe)
 	xe->ops->established(xe->owner, xe->active);
 }
 
-static bool xrc_count_is_zero(void *count)
+struct xrc_zero_wait {
+	struct ofx_xrc_conn *xe;
+	_Atomic int *count;
+	const char *what;
+};
+
+static bool xrc_count_is_zero(void *arg)
 {
-	return atomic_load((_Atomic int *)count) == 0;
+	const struct xrc_zero_wait *z = arg;
+
+	return atomic_load(z->count) == 0;
+}
+
+static void xrc_zero_report(void *arg, unsigned int waited_s)
+{
+	const struct xrc_zero_wait *z = arg;
+
+	ofx_warn("xrc conn %p: %d %s still running after %u s", (void *)z->xe,
+		 atomic_load(z->count), z->what, waited_s);
 }
 
 /*
@@ -1261,11 +1275,12 @@ static bool xrc_count_is_zero(void *count)
  */
 static void xrc_wait_zero(struct ofx_xrc_conn *xe, _Atomic int *count, const char *what)
 {
-	while (ofx_waiter_wait(&xe->quiet, xrc_count_is_zero, (void *)count,
-			       ofx_now_ns() + 5000000000ull))
-		ofx_warn("xrc conn %p: %d %s still running after 5 s", (void *)xe,
-			 atomic_load(count), what);
+	struct xrc_zero_wait z = { .xe = xe, .count = count, .what = what };
+
+	ofx_waiter_wait_reporting(&xe->quiet, xrc_count_is_zero, &z, xrc_zero_report);
 }
+
+static void fence_wait_end(struct ofx_xrc_conn *xe);
 
 /*
  * Owner lock held.  Releases SRQ, INI and TGT references of the connection;
@@ -1280,7 +1295,7 @@ static void conn_release(struct ofx_xrc_conn *xe)
 	ofx_lock_assert_held(xe->lock);
 	atomic_store(&xe->can_send, false);
 	xrc_wait_zero(xe, &xe->inflight, "posts in flight");
-	ofx_progress_timer_cancel(xe->ia->progress, &xe->fence_timer);
+	fence_wait_end(xe);
 	if (xe->established)
 		xrc_srq_retire(xe);
 	else
@@ -1371,32 +1386,54 @@ static void conn_fail_tell(struct ofx_xrc_conn *xe)
 static void conn_after_fence(struct ofx_xrc_conn *xe);
 
 /*
- * Progress thread: nobody may be polling the request EVD, so the fence's
- * completion is looked for here; after cm_timeout_ms the connection goes
- * on without it (its INI QP is then stuck or dead, which the send error
- * reports).  Either way conn_unlock wakes a conn_wait.
+ * Progress thread, at the fence's deadline: it did not complete within
+ * cm_timeout_ms, and the connection goes on without it (its INI QP is then
+ * stuck or dead, which the send error reports).  It may yet complete, so
+ * the teardown keeps the owner's memory (fence_abandoned).  conn_unlock
+ * wakes a conn_wait.
  */
-static void fence_poll(void *arg)
+static void fence_expired(void *arg)
 {
 	struct ofx_xrc_conn *xe = arg;
-	struct ofx_ia *ia = xe->ia;
 
-	if (xe->params.req_evd)
-		ofx_evd_drain_cq(xe->params.req_evd);
 	conn_lock(xe);
 	if (xe->state == XC_FENCE && !xe->fence_done) {
-		if (ofx_now_ns() > xe->fence_deadline_ns) {
-			ofx_warn("xrc conn %p: fence not completed within %u ms", (void *)xe,
-				 ia->cfg.cm_timeout_ms);
-			xe->fence_done = true;
-			conn_after_fence(xe);
-		} else {
-			ofx_progress_timer_arm(ia->progress, &xe->fence_timer, XRC_FENCE_POLL_US,
-					       fence_poll, xe);
-		}
+		ofx_warn("xrc conn %p: fence not completed by its deadline (cm_timeout_ms)",
+			 (void *)xe);
+		xe->fence_abandoned = true;
+		xe->fence_done = true;
+		conn_after_fence(xe);
 	}
 	conn_unlock(xe);
 	conn_reap(xe, false);
+}
+
+/*
+ * Owner lock held, before the fence is posted.  Nobody may be polling the
+ * request EVD (the consumer waits for DISCONNECTED on another EVD), so the
+ * progress thread watches its completion channel: the fence's completion
+ * wakes it, and its drain reaches fence_notify through the fence's cookie
+ * ops.  The timer is the deadline only.  Without a watch (no request EVD,
+ * or no channel) the deadline still ends the fence.
+ */
+static void fence_wait_start(struct ofx_xrc_conn *xe)
+{
+	struct ofx_ia *ia = xe->ia;
+
+	if (xe->params.req_evd && !ofx_evd_watch_channel(xe->params.req_evd))
+		xe->fence_watch = true;
+	ofx_progress_timer_arm(ia->progress, &xe->fence_timer, ia->cfg.cm_timeout_ms * 1000ull,
+			       fence_expired, xe);
+}
+
+/* Owner lock held.  The fence is over (or the connection is): no watch, no deadline. */
+static void fence_wait_end(struct ofx_xrc_conn *xe)
+{
+	ofx_progress_timer_cancel(xe->ia->progress, &xe->fence_timer);
+	if (!xe->fence_watch)
+		return;
+	xe->fence_watch = false;
+	ofx_evd_unwatch_channel(xe->params.req_evd);
 }
 
 /*
@@ -1421,15 +1458,13 @@ static void conn_stop_sending(struct ofx_xrc_conn *xe)
 	wr.opcode = IBV_WR_RDMA_WRITE;
 	wr.send_flags = IBV_SEND_SIGNALED;
 	wr.qp_type.xrc.remote_srqn = xe->peer_srqn;
+	fence_wait_start(xe);
 	ret = ofx_verbs->post_send(xe->ini->qp, &wr, &bad);
 	if (ret) {
 		ofx_warn("post xrc fence on qp 0x%x: %s", xe->ini->qp->qp_num, strerror(-ret));
+		fence_wait_end(xe);
 		xe->fence_done = true;
-		return;
 	}
-	xe->fence_deadline_ns = ofx_now_ns() + xe->ia->cfg.cm_timeout_ms * 1000000ull;
-	ofx_progress_timer_arm(xe->ia->progress, &xe->fence_timer, XRC_FENCE_POLL_US, fence_poll,
-			       xe);
 }
 
 /*
@@ -1440,6 +1475,7 @@ static void conn_stop_sending(struct ofx_xrc_conn *xe)
  */
 static void conn_after_fence(struct ofx_xrc_conn *xe)
 {
+	fence_wait_end(xe);
 	xe->state = XC_DISC_SENT;
 	if (!xe->peer_gone && disc_send(xe, xe->no_wait ? XRC_DISC_NO_FENCE : 0))
 		xe->peer_gone = true; /* no way to reach the peer */
@@ -2069,16 +2105,28 @@ static bool conn_changed(void *arg)
 	return atomic_load(&w->xe->gen) != w->gen;
 }
 
+/* Owner lock not held.  The fence is not (or no longer) awaited. */
+static bool fence_settled(void *arg)
+{
+	struct ofx_xrc_conn *xe = arg;
+	bool settled;
+
+	conn_lock(xe);
+	settled = xe->state != XC_FENCE || xe->fence_done;
+	pthread_mutex_unlock(xe->lock);
+	return settled;
+}
+
 /*
  * Owner lock not held.  Waits (at most cm_timeout_ms) for the fence and,
  * with `peer` and a progress thread to deliver it, the peer's DISC.  False
  * if the fence did not complete.  Nothing is polled here: the fence's
  * completion reaches fence_notify from whoever drains the request EVD (its
- * consumer, or fence_poll, the progress thread's timer), the peer's DISC
- * comes through the carrier, and each handler wakes this wait when it has
- * changed the connection (conn_unlock).  With no progress thread (ia_close
- * after it stopped, unit models) the request EVD's completion channel is
- * what wakes it.
+ * consumer, or the progress thread woken by the EVD's completion channel:
+ * fence_wait_start), the peer's DISC comes through the carrier, and each
+ * handler wakes this wait when it has changed the connection (conn_unlock).
+ * With no progress thread (ia_close after it stopped, unit models) this
+ * thread waits on the request EVD's completion channel itself.
  */
 static bool conn_wait(struct ofx_xrc_conn *xe, bool peer, uint64_t deadline)
 {
@@ -2102,9 +2150,9 @@ static bool conn_wait(struct ofx_xrc_conn *xe, bool peer, uint64_t deadline)
 				fence_wait ? "fence" : "peer disc", ia->cfg.cm_timeout_ms);
 			return !fence_wait;
 		}
-		/* no timer polls the request CQ: its next completion event wakes us */
+		/* no progress thread drains the request CQ: its completion events wake us */
 		if (!ia->progress && fence_wait && xe->params.req_evd &&
-		    !ofx_evd_wait_cq(xe->params.req_evd, deadline))
+		    !ofx_evd_wait_cq(xe->params.req_evd, fence_settled, xe, deadline))
 			continue;
 		ofx_waiter_wait(&xe->quiet, conn_changed, &w, deadline);
 	}
@@ -2247,7 +2295,7 @@ bool ofx_xrc_conn_forget(struct ofx_xrc_conn *xe)
 		ofx_list_del(&xe->link);
 	pthread_mutex_unlock(&x->lock);
 	xrc_wait_zero(xe, &xe->busy, "handlers");
-	/* a fence_poll that found the connection before its timer was cancelled */
+	/* a fence_expired that found the connection before its timer was cancelled */
 	ofx_progress_barrier(ia->progress);
 	return clean;
 }

@@ -1049,7 +1049,7 @@ static void test_passive_rtr_completion_wakes_the_progress_thread(void)
 	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
 	/* watched and armed before the REP went out */
 	CU_ASSERT_TRUE(f.e->rtr_watch);
-	CU_ASSERT_EQUAL(recv->rtr_waiters, 1);
+	CU_ASSERT_EQUAL(recv->channel_watchers, 1);
 	CU_ASSERT_TRUE(recv->channel_watched);
 	CU_ASSERT_TRUE(fake_cq_armed(recv->cq));
 	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
@@ -1063,7 +1063,7 @@ static void test_passive_rtr_completion_wakes_the_progress_thread(void)
 	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
 	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
 	CU_ASSERT_FALSE(f.e->rtr_watch);
-	CU_ASSERT_EQUAL(recv->rtr_waiters, 0);
+	CU_ASSERT_EQUAL(recv->channel_watchers, 0);
 	/* the watch itself goes at the handler's next run or with the EVD (teardown) */
 	passive_done(&p);
 	teardown(&f);

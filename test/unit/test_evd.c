@@ -6,8 +6,10 @@
 #include "ep.h"
 #include "evd.h"
 #include "ia.h"
+#include "progress.h"
 #include "status.h"
 #include "verbs.h"
+#include "wait.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -888,7 +890,195 @@ static void test_cancelled_waiter_leaves_the_evd_free(void)
 	teardown();
 }
 
+/*
+ * A work request of the provider's own (an XRC fence, say): its cookie
+ * names this owner, whose notify op counts the completions that reach it.
+ */
+struct own_wr {
+	struct ofx_cookie_owner owner;
+	struct ofx_cookie cookie;
+	struct ofx_waiter woken;
+	_Atomic int notified;
+	enum ibv_wc_status status;
+};
+
+static bool own_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
+			 const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
+			 struct ofx_cookie_owner **notify_p)
+{
+	(void)slot, (void)c, (void)wc, (void)ev;
+	*notify_p = owner;
+	return false;	/* never a consumer event */
+}
+
+static void own_notify(struct ofx_cookie_owner *owner, const struct ibv_wc *wc)
+{
+	struct own_wr *w = container_of(owner, struct own_wr, owner);
+
+	w->status = wc->status;
+	atomic_fetch_add(&w->notified, 1);
+	ofx_waiter_wake(&w->woken);
+}
+
+static void own_peer_invalidated(struct ofx_cookie_owner *owner, uint32_t rkey)
+{
+	(void)owner, (void)rkey;
+}
+
+static const struct ofx_cookie_ops own_ops = {
+	.complete = own_complete,
+	.notify = own_notify,
+	.peer_invalidated = own_peer_invalidated,
+};
+
+static void own_wr_init(struct own_wr *w)
+{
+	memset(w, 0, sizeof(*w));
+	w->owner.ops = &own_ops;
+	w->cookie.owner = &w->owner;
+	w->cookie.flags = OFX_COOKIE_F_OWNER | OFX_COOKIE_F_INTERNAL;
+	w->status = IBV_WC_GENERAL_ERR;
+	ofx_waiter_init(&w->woken);
+}
+
+static bool own_notified(void *arg)
+{
+	return atomic_load(&((struct own_wr *)arg)->notified) > 0;
+}
+
+/* Its work request completes on `evd`'s CQ (any thread). */
+static void own_wr_completes(struct own_wr *w, struct ofx_evd *evd)
+{
+	struct ibv_wc wc = { .wr_id = (uintptr_t)&w->cookie, .status = IBV_WC_SUCCESS,
+			     .opcode = IBV_WC_RDMA_WRITE, .qp_num = 0x77 };
+
+	fake_cq_push(evd, &wc);
+}
+
+/* A DTO EVD of the test IA and an owner of work requests on it. */
+static struct ofx_evd *own_start(struct own_wr *w)
+{
+	setup();
+	own_wr_init(w);
+	return evd_new(4, DAT_EVD_DTO_FLAG);
+}
+
+static void own_end(struct ofx_evd *evd, struct own_wr *w)
+{
+	ofx_evd_destroy(evd);
+	ofx_waiter_fini(&w->woken);
+	teardown();
+}
+
+/*
+ * Nobody polls the EVD: while watched, its completion channel wakes the
+ * progress thread, whose drain hands the completion to its owner's notify
+ * op; the watch is counted, and no consumer event is made of it.
+ */
+static void test_channel_watch_hands_a_completion_to_its_owner_unpolled(void)
+{
+	struct ofx_evd *evd;
+	struct own_wr w;
+
+	evd = own_start(&w);
+	CU_ASSERT_FATAL(ofx_progress_start(&test_ia.progress, "unit") == 0);
+	CU_ASSERT_EQUAL(ofx_evd_watch_channel(evd), 0);
+	CU_ASSERT_EQUAL(ofx_evd_watch_channel(evd), 0);
+	CU_ASSERT_EQUAL(evd->channel_watchers, 2);
+	CU_ASSERT_TRUE(evd->channel_watched);
+	CU_ASSERT_TRUE(fake_cq_armed(evd->cq));
+	own_wr_completes(&w, evd);
+	CU_ASSERT_EQUAL(ofx_waiter_wait(&w.woken, own_notified, &w, ofx_now_ns() + 5000000000ull),
+			0);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	CU_ASSERT_EQUAL(w.status, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 0);
+	CU_ASSERT_EQUAL(evd->count, 0);
+	ofx_evd_unwatch_channel(evd);
+	ofx_evd_unwatch_channel(evd);
+	CU_ASSERT_EQUAL(evd->channel_watchers, 0);
+	ofx_progress_stop(test_ia.progress);
+	test_ia.progress = NULL;
+	own_end(evd, &w);
+}
+
+/*
+ * With no progress thread, ofx_evd_wait_cq returns as soon as a drain made
+ * the caller's condition true, also for a completion that was queued before
+ * the wait armed the CQ (no channel event will come for it).
+ */
+static void test_wait_cq_returns_once_a_drain_made_it_done(void)
+{
+	struct ofx_evd *evd;
+	struct own_wr w;
+	uint64_t t0;
+
+	evd = own_start(&w);
+	own_wr_completes(&w, evd);
+	t0 = ofx_now_ns();
+	CU_ASSERT_EQUAL(ofx_evd_wait_cq(evd, own_notified, &w, t0 + 2000000000ull), 0);
+	CU_ASSERT(ofx_now_ns() - t0 < 1000000000ull);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	own_end(evd, &w);
+}
+
+/* Nothing completes: ofx_evd_wait_cq ends at its deadline, not before. */
+static void test_wait_cq_ends_at_its_deadline(void)
+{
+	struct ofx_evd *evd;
+	struct own_wr w;
+	uint64_t t0;
+
+	evd = own_start(&w);
+	t0 = ofx_now_ns();
+	CU_ASSERT_EQUAL(ofx_evd_wait_cq(evd, own_notified, &w, t0 + 50000000ull), -ETIMEDOUT);
+	CU_ASSERT(ofx_now_ns() - t0 >= 50000000ull);
+	CU_ASSERT(fake_cq_armed(evd->cq));
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 0);
+	own_end(evd, &w);
+}
+
+struct late_completion {
+	struct ofx_evd *evd;
+	struct own_wr *w;
+};
+
+static void *late_completion_main(void *arg)
+{
+	struct late_completion *l = arg;
+
+	sleep_us(20000);
+	own_wr_completes(l->w, l->evd);
+	return NULL;
+}
+
+/* A completion while ofx_evd_wait_cq sleeps: its channel event wakes it. */
+static void test_wait_cq_wakes_on_a_completion_event(void)
+{
+	struct late_completion l;
+	struct ofx_evd *evd;
+	struct own_wr w;
+	pthread_t th;
+	uint64_t t0;
+
+	evd = own_start(&w);
+	l.evd = evd;
+	l.w = &w;
+	t0 = ofx_now_ns();
+	CU_ASSERT_FATAL(pthread_create(&th, NULL, late_completion_main, &l) == 0);
+	CU_ASSERT_EQUAL(ofx_evd_wait_cq(evd, own_notified, &w, t0 + 5000000000ull), 0);
+	CU_ASSERT(ofx_now_ns() - t0 < 2000000000ull);
+	pthread_join(th, NULL);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	own_end(evd, &w);
+}
+
 CU_TestInfo ofx_test_evd[] = {
+	{ "channel watch hands a completion to its owner, nobody polling",
+	  test_channel_watch_hands_a_completion_to_its_owner_unpolled },
+	{ "wait_cq returns once a drain made it done", test_wait_cq_returns_once_a_drain_made_it_done },
+	{ "wait_cq ends at its deadline", test_wait_cq_ends_at_its_deadline },
+	{ "wait_cq wakes on a completion event", test_wait_cq_wakes_on_a_completion_event },
 	{ "a waiter cancelled in evd_wait leaves the evd free to be freed",
 	  test_cancelled_waiter_leaves_the_evd_free },
 	{ "events come out in fifo order", test_events_come_out_in_fifo_order },

@@ -11,6 +11,7 @@
 #include "lmr.h"
 #include "log.h"
 #include "pdata.h"
+#include "progress.h"
 #include "rmr.h"
 #include "sp.h"
 #include "verbs.h"
@@ -3284,7 +3285,114 @@ static void test_model_checks_lkeys_rkeys_and_their_pds(void)
 	bad_segment(BAD_WRITE_PD);
 }
 
+/*
+ * A connected pair whose next send from A is held (RNR: B has no receive),
+ * and so is A's fence behind it once A disconnects; A's progress thread
+ * runs, and nobody polls A's request EVD.  Returns A's control requests
+ * sent so far.
+ */
+static unsigned long fence_held(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b,
+				struct ofx_ep **eb, unsigned int cm_timeout_ms)
+{
+	unsigned long sent;
+
+	open_pair(a, ea, b, eb);
+	pair(*a, *ea, *b, *eb, 1);
+	CU_ASSERT_EQUAL(send_msg(*ea, "first", 1), DAT_SUCCESS);
+	expect_recv(*b, *eb, 2000, "first");
+	CU_ASSERT_EQUAL(send_msg(*ea, "held", 2), DAT_SUCCESS);
+	(*a)->ia.cfg.cm_timeout_ms = cm_timeout_ms;
+	CU_ASSERT_FATAL(ofx_progress_start(&(*a)->ia.progress, "unit") == 0);
+	sent = stats(*a).ctl_sent;
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(*ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	/* the fence is out: its EVD's channel watched and armed, no DISC yet */
+	CU_ASSERT_EQUAL((*a)->req_evd->channel_watchers, 1);
+	CU_ASSERT_TRUE((*a)->req_evd->channel_watched);
+	CU_ASSERT_TRUE(fake_cq_armed((*a)->req_evd->cq));
+	CU_ASSERT_EQUAL(stats(*a).ctl_sent, sent);
+	return sent;
+}
+
+/* Stops A's progress thread; the test thread alone drives the model again. */
+static void fence_progress_stop(struct xm_proc *a)
+{
+	ofx_progress_stop(a->ia.progress);
+	a->ia.progress = NULL;
+}
+
+/*
+ * Nobody polls A's request EVD (the consumer waits for DISCONNECTED): the
+ * fence's completion wakes A's progress thread through the EVD's
+ * completion channel, and DISC follows at once.  No timer polls the CQ, and
+ * the deadline (30 s here) is not what ends the wait.
+ */
+static void test_fence_completes_by_its_completion_event_with_nobody_polling(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	unsigned long sent;
+	uint64_t t0;
+
+	setup(2);
+	sent = fence_held(&a, &ea, &b, &eb, 30000);
+	t0 = ofx_now_ns();
+	/* a receive at B lets "held" and the fence complete on A's armed CQ */
+	post_recv(eb, 2001);
+	ofx_xrc_ep_quiesce(ea);
+	CU_ASSERT(ofx_now_ns() - t0 < 5000000000ull);
+	fence_progress_stop(a);
+	CU_ASSERT_EQUAL(stats(a).ctl_sent, sent + 1);	/* the DISC */
+	CU_ASSERT_EQUAL(a->req_evd->channel_watchers, 0);
+	CU_ASSERT_EQUAL(fake_cq_pending(a->req_evd), 0);
+	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECT_PENDING);
+	xm_pump();
+	expect_recv(b, eb, 2001, "held");
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	/* the fence completed: the EP's memory goes with it */
+	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
+	CU_ASSERT_TRUE(ofx_list_empty(&a->ia.zombies));
+	teardown(2);
+}
+
+/*
+ * A fence that never completes ends at its deadline (cm_timeout_ms, the
+ * progress thread's one-shot timer): DISC goes out and the watch ends.  It
+ * may complete yet, so the EP's memory is kept until ia_close.
+ */
+static void test_fence_that_never_completes_ends_at_its_deadline(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	unsigned long sent;
+	uint64_t t0, waited;
+
+	setup(2);
+	t0 = ofx_now_ns();
+	sent = fence_held(&a, &ea, &b, &eb, 100);
+	/* the fence's timer is armed: a longer wait here sees it fire */
+	a->ia.cfg.cm_timeout_ms = 30000;
+	ofx_xrc_ep_quiesce(ea);
+	waited = ofx_now_ns() - t0;
+	fence_progress_stop(a);
+	CU_ASSERT(waited >= 100000000ull);
+	CU_ASSERT(waited < 5000000000ull);
+	CU_ASSERT_EQUAL(stats(a).ctl_sent, sent + 1);	/* the DISC, without the fence */
+	CU_ASSERT_EQUAL(a->req_evd->channel_watchers, 0);
+	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECT_PENDING);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
+	CU_ASSERT_FALSE(ofx_list_empty(&a->ia.zombies));
+	teardown(2);
+}
+
 CU_TestInfo ofx_test_xrc[] = {
+	{ "fence completes by its completion event with nobody polling",
+	  test_fence_completes_by_its_completion_event_with_nobody_polling },
+	{ "fence that never completes ends at its deadline",
+	  test_fence_that_never_completes_ends_at_its_deadline },
 	{ "handshake exchanges private data and srq numbers",
 	  test_handshake_exchanges_private_data_and_srq_numbers },
 	{ "all-to-all needs one ini qp per remote node, messages land in order",
