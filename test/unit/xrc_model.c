@@ -136,6 +136,7 @@ bool xm_rnr_limited;
 bool xm_autopump = true;
 bool xm_use_cm;
 const struct xm_device *xm_device = &xm_dev_toy;
+const struct xm_device *xm_profile = &xm_dev_toy;
 
 static struct xm_proc *procs[XM_MAX_PROCS];
 static int nprocs;
@@ -252,8 +253,8 @@ static int mlx5_sq_check(const struct xm_device *d, enum ibv_qp_type type, struc
 	return 0;
 }
 
-/* mlx4 (rdma-core providers/mlx4, mlx4_create_qp_ex): plain limits. */
-static int mlx4_sq_check(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap)
+/* The toy device: plain limits, and it grants what is asked. */
+static int plain_sq_check(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap)
 {
 	(void)type;
 	if (cap->max_send_wr > (uint32_t)d->max_qp_wr || cap->max_send_sge > (uint32_t)d->max_sge ||
@@ -262,10 +263,56 @@ static int mlx4_sq_check(const struct xm_device *d, enum ibv_qp_type type, struc
 	return 0;
 }
 
+/*
+ * The send queue rules of mlx4 (rdma-core providers/mlx4: mlx4_create_qp_ex,
+ * mlx4_calc_sq_wqe_size, mlx4_set_sq_sizes; the kernel's mlx4_ib
+ * set_user_sq_size).  libmlx4 refuses more than max_qp_wr WRs, max_sge
+ * SGEs or 1024 bytes inline.  An XRC_SEND WQE is laid out as an RC one (the
+ * SRQ number rides in the control segment): a 16-byte control segment, a
+ * 16-byte remote address segment and the data segments, or the inline data
+ * with a 4-byte header per 60 bytes (the first chunk starting 32 bytes into
+ * a 64-byte block), at least an atomic's 48 bytes after the control
+ * segment; the stride is that rounded up to a power of two, at least 64.
+ * The queue keeps 2 KB plus one WQE of spares for prefetch, and its size
+ * (WRs plus spares) is rounded up to a power of two.  The kernel refuses a
+ * queue of more than max_wqes entries (max_qp_wr + 33 on ConnectX-3) or a
+ * stride beyond max_sq_desc_sz rounded up (1008: 1024).  What is granted:
+ * the WRs and SGEs the stride and queue hold, and the inline data that
+ * fits the stride.
+ */
+static int mlx4_sq_check(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap)
+{
+	uint32_t inl_segs, sge, size, stride = 64, spare, cnt = 1, room;
+
+	(void)type;
+	if (plain_sq_check(d, type, cap))
+		return EINVAL;
+	inl_segs = (cap->max_inline_data + 32 + 64 - 4 - 1) / (64 - 4);
+	sge = (cap->max_inline_data + inl_segs * 4 + 15) / 16;
+	if (sge < cap->max_send_sge)
+		sge = cap->max_send_sge;
+	size = sge * 16 + 16;
+	if (size < 48)
+		size = 48;
+	size += 16;
+	while (stride < size)
+		stride <<= 1;
+	spare = 2048 / stride + 1;
+	while (cnt < cap->max_send_wr + spare)
+		cnt <<= 1;
+	if (cnt > (uint32_t)d->max_qp_wr + 33 || stride > (uint32_t)d->max_wqe)
+		return EINVAL;
+	room = stride - 16 - 16;
+	cap->max_send_sge = room / 16;
+	cap->max_send_wr = cnt - spare;
+	cap->max_inline_data = room - 4 * ((room + 63) / 64);
+	return 0;
+}
+
 const struct xm_device xm_dev_toy = {
 	.name = "toy", .max_qp_wr = 256, .max_sge = 4, .max_qp_rd_atom = 4,
 	.max_qp_init_rd_atom = 4, .max_srq_wr = 256, .max_srq_sge = 4,
-	.sq_check = mlx4_sq_check,
+	.sq_check = plain_sq_check,
 };
 
 const struct xm_device xm_dev_mlx5 = {
@@ -276,9 +323,27 @@ const struct xm_device xm_dev_mlx5 = {
 
 const struct xm_device xm_dev_mlx4 = {
 	.name = "mlx4", .max_qp_wr = 16351, .max_sge = 32, .max_qp_rd_atom = 16,
-	.max_qp_init_rd_atom = 128, .max_srq_wr = 16383, .max_srq_sge = 31,
+	.max_qp_init_rd_atom = 128, .max_srq_wr = 16383, .max_srq_sge = 31, .max_wqe = 1024,
 	.sq_check = mlx4_sq_check,
 };
+
+int xm_profile_toy(void)
+{
+	xm_profile = &xm_dev_toy;
+	return 0;
+}
+
+int xm_profile_mlx5(void)
+{
+	xm_profile = &xm_dev_mlx5;
+	return 0;
+}
+
+int xm_profile_mlx4(void)
+{
+	xm_profile = &xm_dev_mlx4;
+	return 0;
+}
 
 /* ---- QP state transitions ------------------------------------------------ */
 
@@ -1945,7 +2010,7 @@ void xm_init(void)
 	memset(tgts, 0, sizeof(tgts));
 	memset(domains, 0, sizeof(domains));
 	rc_recvs = 0;
-	xm_device = &xm_dev_toy;
+	xm_device = xm_profile;
 	nprocs = nctl = 0;
 	xm_rnr_limited = false;
 	xm_autopump = true;

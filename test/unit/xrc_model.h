@@ -58,14 +58,24 @@
 struct xm_device {
 	const char *name;
 	int max_qp_wr, max_sge, max_qp_rd_atom, max_qp_init_rd_atom, max_srq_wr, max_srq_sge;
-	int max_wqe;			/* mlx5: max_sq_desc_sz */
+	int max_wqe;			/* mlx5: max_sq_desc_sz; mlx4: its power of two */
 	int (*sq_check)(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap);
 };
 
 /* toy: small plain limits (the default); mlx5 and mlx4 (ConnectX-4+, -3) */
 extern const struct xm_device xm_dev_toy, xm_dev_mlx5, xm_dev_mlx4;
-/* The profile of processes opened from now on (xm_init: toy). */
+/* The profile of processes opened from now on (xm_init: xm_profile). */
 extern const struct xm_device *xm_device;
+/*
+ * The profile a suite runs under: run_unit registers each XRC suite once
+ * per profile, with these as the CUnit suite init (and xm_profile_toy as
+ * its cleanup).  A scenario about one device's limits sets xm_device after
+ * xm_init.
+ */
+extern const struct xm_device *xm_profile;
+int xm_profile_toy(void);
+int xm_profile_mlx5(void);
+int xm_profile_mlx4(void);
 
 struct xm_proc {
 	struct ibv_context ctx;		/* ia.verbs points here */
