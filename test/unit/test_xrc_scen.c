@@ -1,7 +1,528 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+
+#include "cr.h"
+#include "ep.h"
+#include "evd.h"
+#include "ia.h"
+#include "sp.h"
+#include "verbs.h"
 #include "xrc_steps.h"
 
+#include <stdio.h>
+#include <string.h>
+
+/*
+ * Issue 14: the DAT call sequences of the test programs and of an MPI
+ * start-up, through the XRC model (xrc_model.h) and its rdma_cm.  Nodes
+ * are IP addresses, processes are IAs in this process, two per node
+ * sharing the node's domain file.  Each scenario checks the QP counts XRC
+ * is for (expect_qp_counts: no RC QP once established, one INI QP per
+ * process and remote node while the EPs' queues fit one, TGTs per node
+ * one per remote INI QP), and run_unit runs them under every device
+ * profile.  Then what the device's own async events do: LAST_WQE_REACHED
+ * and SRQ_LIMIT_REACHED, raised by the model as mlx5 raises them.
+ */
+
+/* The CR's private data (dat_cr_query). */
+static const char *cr_pdata(DAT_CR_HANDLE cr)
+{
+	DAT_CR_PARAM param;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_cr_query(cr, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+	return param.private_data;
+}
+
+static DAT_PSP_HANDLE psp_at(struct xm_proc *p, DAT_CONN_QUAL qual)
+{
+	DAT_PSP_HANDLE psp = NULL;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_psp_create(&p->ia, qual, p->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp),
+			      DAT_SUCCESS);
+	return psp;
+}
+
+static void connect_at(struct ofx_ep *ep, struct xm_proc *to, DAT_CONN_QUAL qual,
+		       const void *pdata, int len)
+{
+	CU_ASSERT_EQUAL(ofx_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&to->ia.addr, qual,
+				       DAT_TIMEOUT_INFINITE, len, (DAT_PVOID)pdata,
+				       DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+}
+
+/*
+ * The next `n` connection events of `p` are `num`, one for each of eps[0..n),
+ * in any order; then its connection EVD is empty.
+ */
+#define expect_conn_set(p, eps, n, num) expect_conn_set_at(p, eps, n, num, __LINE__)
+static void expect_conn_set_at(struct xm_proc *p, struct ofx_ep *const *eps, int n,
+			       DAT_EVENT_NUMBER num, int line)
+{
+	bool seen[128] = { false };
+	DAT_EVENT ev;
+
+	CU_ASSERT_FATAL(n <= 128);
+	for (int k = 0; k < n; k++) {
+		int i = 0;
+
+		if (ofx_evd_dequeue(p->conn_evd, &ev) != DAT_SUCCESS) {
+			fprintf(stderr, "%d of %d connection events at line %d\n", k, n, line);
+			CU_FAIL_FATAL("connection event missing");
+		}
+		while (i < n && eps[i] != ev.event_data.connect_event_data.ep_handle)
+			i++;
+		if (ev.event_number != num || i == n || seen[i])
+			fprintf(stderr, "event 0x%x (ep %d), expected 0x%x at line %d\n",
+				ev.event_number, i, num, line);
+		CU_ASSERT_EQUAL(ev.event_number, num);
+		CU_ASSERT_FATAL(i < n);
+		CU_ASSERT_FALSE(seen[i]);
+		seen[i] = true;
+	}
+	expect_empty(p->conn_evd);
+}
+
+/*
+ * The INI QPs a process needs for `n` EPs that each take `wr` of a queue:
+ * as many as the first INI QP of `node` (what the device granted) holds.
+ */
+static int inis_for(int node, int n, unsigned int wr)
+{
+	struct ibv_qp_cap cap;
+	int per;
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_ini_qp(node, 0, &cap));
+	per = (int)(cap.max_send_wr / wr);
+	CU_ASSERT_FATAL(per > 0);
+	return (n + per - 1) / per;
+}
+
+/* ---- S3: dtestcm ----------------------------------------------------------- */
+
+#define CM_CONNS 100
+#define CM_BURST 10
+#define CM_PDATA 48
+#define CM_EP_WR 17	/* xm_ep_new: 16 requests and the fence */
+
+/* Client k's request for its i-th EP: 48 bytes, the index readable. */
+static void cm_pdata(char pd[CM_PDATA], int k, int i)
+{
+	memset(pd, 0, CM_PDATA);
+	snprintf(pd, CM_PDATA, "dtestcm %d ep %03d", k, i);
+}
+
+/*
+ * dtestcm: a server with one PSP, a client connecting 100 EPs to it in
+ * bursts of 10 with 48 bytes of private data each, then disconnecting
+ * them all.  Two such pairs run at once, the clients on node 0, the
+ * servers on node 1, each node's two processes sharing its domain file.
+ * The server takes each CR as it comes and accepts it on the EP the
+ * private data names.  Every connection runs over XRC: per process as many
+ * INI QPs as 100 EPs' queues need of the device (one on mlx5 and mlx4),
+ * one TGT per INI QP on the other node, no RC QP; the first and last
+ * connections carry data; nothing is left once the EPs are freed.
+ */
+static void test_dtestcm_100_connections_in_bursts(void)
+{
+	static struct ofx_ep *ec[2][CM_CONNS], *es[2][CM_CONNS];
+	struct xm_proc *cl[2], *sv[2];
+	DAT_PSP_HANDLE psp[2];
+	char pd[CM_PDATA];
+	int n;
+
+	setup(2);
+	xm_use_cm = true;
+	for (int k = 0; k < 2; k++) {
+		cl[k] = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+		sv[k] = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+		psp[k] = psp_at(sv[k], QUAL + k);
+		for (int i = 0; i < CM_CONNS; i++) {
+			ec[k][i] = xm_ep_new(cl[k]);
+			es[k][i] = xm_ep_new(sv[k]);
+		}
+		post_recv(ec[k][0], 100 + k);
+		post_recv(es[k][CM_CONNS - 1], 200 + k);
+	}
+	for (int b = 0; b < CM_CONNS; b += CM_BURST) {
+		for (int i = b; i < b + CM_BURST; i++)
+			for (int k = 0; k < 2; k++) {
+				cm_pdata(pd, k, i);
+				connect_at(ec[k][i], sv[k], QUAL + k, pd, CM_PDATA);
+			}
+		xm_pump();
+		for (int k = 0; k < 2; k++)
+			for (int r = 0; r < CM_BURST; r++) {
+				DAT_CR_HANDLE cr = expect_cr(sv[k], psp[k], QUAL + k, NULL, CM_PDATA);
+				int i = -1, kk = -1;
+
+				CU_ASSERT_EQUAL_FATAL(sscanf(cr_pdata(cr), "dtestcm %d ep %d", &kk, &i), 2);
+				CU_ASSERT_EQUAL(kk, k);
+				CU_ASSERT_FATAL(i >= b && i < b + CM_BURST);
+				cm_pdata(pd, k, i);
+				CU_ASSERT_EQUAL(memcmp(cr_pdata(cr), pd, CM_PDATA), 0);
+				CU_ASSERT_EQUAL(ofx_cr_accept(cr, es[k][i], 0, NULL), DAT_SUCCESS);
+			}
+		xm_pump();
+		for (int k = 0; k < 2; k++) {
+			expect_conn_set(cl[k], &ec[k][b], CM_BURST, DAT_CONNECTION_EVENT_ESTABLISHED);
+			expect_conn_set(sv[k], &es[k][b], CM_BURST, DAT_CONNECTION_EVENT_ESTABLISHED);
+			expect_empty(sv[k]->cr_evd);
+		}
+	}
+	n = inis_for(0, CM_CONNS, CM_EP_WR);
+	if (xm_device != &xm_dev_toy)
+		CU_ASSERT_EQUAL(n, 1);
+	expect_qp_counts(PROCS(cl[0], cl[1], sv[0], sv[1]), COUNTS(n, n, n, n),
+			 COUNTS(2 * n, 2 * n));
+	for (int k = 0; k < 2; k++) {
+		CU_ASSERT_EQUAL(send_msg(ec[k][CM_CONNS - 1], "last", 1), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(send_msg(es[k][0], "first", 2), DAT_SUCCESS);
+		expect_recv(sv[k], es[k][CM_CONNS - 1], 200 + k, "last");
+		expect_recv(cl[k], ec[k][0], 100 + k, "first");
+		xm_pump();
+		CU_ASSERT_EQUAL(drain_sends(cl[k]), 1);
+		CU_ASSERT_EQUAL(drain_sends(sv[k]), 1);
+	}
+	/* the client hangs up every EP, then frees them, as dtestcm does */
+	for (int i = 0; i < CM_CONNS; i++)
+		for (int k = 0; k < 2; k++)
+			CU_ASSERT_EQUAL(ofx_ep_disconnect(ec[k][i], DAT_CLOSE_GRACEFUL_FLAG),
+					DAT_SUCCESS);
+	xm_pump();
+	for (int k = 0; k < 2; k++) {
+		expect_conn_set(cl[k], ec[k], CM_CONNS, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_conn_set(sv[k], es[k], CM_CONNS, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_xrc_only(cl[k], CM_CONNS);
+		expect_xrc_only(sv[k], CM_CONNS);
+	}
+	for (int k = 0; k < 2; k++)
+		for (int i = 0; i < CM_CONNS; i++) {
+			CU_ASSERT_EQUAL(ofx_ep_free(ec[k][i]), DAT_SUCCESS);
+			CU_ASSERT_EQUAL(ofx_ep_free(es[k][i]), DAT_SUCCESS);
+		}
+	xm_pump();
+	expect_qp_counts(PROCS(cl[0], cl[1], sv[0], sv[1]), COUNTS(0, 0, 0, 0), COUNTS(0, 0));
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
+	for (int k = 0; k < 2; k++)
+		CU_ASSERT_EQUAL(ofx_psp_free(psp[k]), DAT_SUCCESS);
+	teardown(2);
+}
+
+/* ---- S5: an MPI start-up (mpi-consumer-patterns.md) ------------------------ */
+
+#define MPI_RANKS 4	/* ranks 0, 1 on node 0; 2, 3 on node 1 */
+#define MPI_QUAL 1024	/* + rank, as MVAPICH2's 1024 + pid */
+#define MPI_RECVS 4
+#define MPI_CHUNK 16	/* suppressed writes between two polls */
+#define MPI_WRITES 128	/* twice the EP's request queue */
+#define MPI_SLOT 32
+#define MPI_POLLS 8
+
+struct rank {
+	struct xm_proc *p;
+	struct ofx_evd *dto;		/* the one DTO EVD of every EP */
+	DAT_PSP_HANDLE psp;
+	struct ofx_ep *ep[MPI_RANKS];	/* to each rank on the other node */
+};
+
+/* Where rank d's peers' fast-path writes land: one slot per writer. */
+static char ring[MPI_RANKS][MPI_RANKS][MPI_SLOT];
+
+static int node_of_rank(int r)
+{
+	return r / 2;
+}
+
+/*
+ * MVAPICH2's EP: RC, request completions UNSIGNALLED, receives DEFAULT,
+ * 128 receives and 64 requests, 4 reads each way; sends and receives on
+ * the one DTO EVD.  (It asks 20 IOVs, more than an mlx5 INI QP holds: such
+ * an EP's connection is RC, test_xrc.c; 4 here keeps it XRC.)
+ */
+static struct ofx_ep *mpi_ep(struct rank *r)
+{
+	DAT_EP_ATTR a;
+	DAT_EP_HANDLE h = NULL;
+
+	memset(&a, 0, sizeof(a));
+	a.service_type = DAT_SERVICE_TYPE_RC;
+	a.max_mtu_size = 1024;
+	a.max_message_size = 1u << 20;
+	a.max_rdma_size = 1u << 20;
+	a.max_recv_dtos = 128;
+	a.max_request_dtos = 64;
+	a.max_recv_iov = 4;
+	a.max_request_iov = 4;
+	a.max_rdma_read_in = 4;
+	a.max_rdma_read_out = 4;
+	a.recv_completion_flags = DAT_COMPLETION_DEFAULT_FLAG;
+	a.request_completion_flags = DAT_COMPLETION_UNSIGNALLED_FLAG;
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&r->p->ia, &r->p->pz, r->dto, r->dto, r->p->conn_evd,
+					    &a, &h),
+			      DAT_SUCCESS);
+	return h;
+}
+
+/* Busy-polls `evd` with dat_evd_dequeue (the pump stands for the progress thread). */
+static bool poll_event(struct ofx_evd *evd, DAT_EVENT *ev)
+{
+	for (int i = 0; i < MPI_POLLS; i++) {
+		if (ofx_evd_dequeue(evd, ev) == DAT_SUCCESS)
+			return true;
+		xm_pump();
+	}
+	return false;
+}
+
+/* The next connection event of `r` is `num` for `ep` (busy-polled). */
+static void mpi_expect_conn(struct rank *r, struct ofx_ep *ep, DAT_EVENT_NUMBER num)
+{
+	DAT_EVENT ev;
+
+	CU_ASSERT_TRUE_FATAL(poll_event(r->p->conn_evd, &ev));
+	CU_ASSERT_EQUAL(ev.event_number, num);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, ep);
+}
+
+/* Rank `from`'s request arrives at `to`: its 4 bytes of private data are `from`. */
+static DAT_CR_HANDLE mpi_cr(struct rank *to, int self, int from)
+{
+	uint32_t who;
+	DAT_CR_HANDLE cr;
+	DAT_EVENT ev;
+
+	CU_ASSERT_TRUE_FATAL(poll_event(to->p->cr_evd, &ev));
+	cr = ev.event_data.cr_arrival_event_data.cr_handle;
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+	CU_ASSERT_EQUAL(ev.event_data.cr_arrival_event_data.conn_qual, MPI_QUAL + self);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.cr_arrival_event_data.sp_handle.psp_handle, to->psp);
+	memcpy(&who, cr_pdata(cr), sizeof(who));
+	CU_ASSERT_EQUAL(who, (uint32_t)from);
+	return cr;
+}
+
+static void mpi_connect(struct rank *rk, int from, int to)
+{
+	uint32_t who = (uint32_t)from;
+
+	connect_at(rk[from].ep[to], rk[to].p, MPI_QUAL + to, &who, sizeof(who));
+}
+
+/* Static start-up: the higher rank connects, the lower accepts with no data. */
+static void mpi_static(struct rank *rk, int lo, int hi)
+{
+	DAT_CR_HANDLE cr;
+
+	mpi_connect(rk, hi, lo);
+	cr = mpi_cr(&rk[lo], lo, hi);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, rk[lo].ep[hi], 0, NULL), DAT_SUCCESS);
+	mpi_expect_conn(&rk[hi], rk[hi].ep[lo], DAT_CONNECTION_EVENT_ESTABLISHED);
+	mpi_expect_conn(&rk[lo], rk[lo].ep[hi], DAT_CONNECTION_EVENT_ESTABLISHED);
+}
+
+/*
+ * On demand, crossing: both ranks connect at once.  The lower rank
+ * rejects the duplicate request; the higher rank's connect is rejected,
+ * and it resets that EP (dat_ep_reset) and accepts the lower rank's
+ * request on it, its receives posted again (the reset dropped them).
+ */
+static void mpi_crossing(struct rank *rk, int lo, int hi)
+{
+	DAT_CR_HANDLE at_lo, at_hi;
+	DAT_EP_STATE st;
+	DAT_BOOLEAN in_idle, out_idle;
+
+	mpi_connect(rk, lo, hi);
+	mpi_connect(rk, hi, lo);
+	at_lo = mpi_cr(&rk[lo], lo, hi);
+	at_hi = mpi_cr(&rk[hi], hi, lo);
+	CU_ASSERT_EQUAL(ofx_cr_reject(at_lo, 0, NULL), DAT_SUCCESS);
+	mpi_expect_conn(&rk[hi], rk[hi].ep[lo], DAT_CONNECTION_EVENT_PEER_REJECTED);
+	CU_ASSERT_EQUAL(ofx_ep_get_status(rk[hi].ep[lo], &st, &in_idle, &out_idle), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(st, DAT_EP_STATE_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_reset(rk[hi].ep[lo]), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_get_status(rk[hi].ep[lo], &st, &in_idle, &out_idle), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(st, DAT_EP_STATE_UNCONNECTED);
+	for (int k = 0; k < MPI_RECVS; k++)
+		post_recv(rk[hi].ep[lo], (uint64_t)(hi * 100 + lo * 10 + k));
+	CU_ASSERT_EQUAL(ofx_cr_accept(at_hi, rk[hi].ep[lo], 0, NULL), DAT_SUCCESS);
+	mpi_expect_conn(&rk[lo], rk[lo].ep[hi], DAT_CONNECTION_EVENT_ESTABLISHED);
+	mpi_expect_conn(&rk[hi], rk[hi].ep[lo], DAT_CONNECTION_EVENT_ESTABLISHED);
+}
+
+/*
+ * Rank s to rank d: MPI_WRITES suppressed RDMA writes into d's slot for s,
+ * polling in between as MPI's progress loop does: nothing may surface.
+ */
+static void mpi_writes(struct rank *rk, int s, int d)
+{
+	struct ofx_ep *ep = rk[s].ep[d];
+	DAT_RMR_TRIPLET t = { .rmr_context = xm_rkey(rk[d].p, ring[d], sizeof(ring[d])),
+			      .virtual_address = (uintptr_t)ring[d][s],
+			      .segment_length = MPI_SLOT };
+	DAT_EVENT ev;
+
+	for (int w = 0; w < MPI_WRITES; w++) {
+		char *buf = mem.send[nsend++ % NBUF];
+		DAT_LMR_TRIPLET l = { .lmr_context = lkey_of(ep), .virtual_address = (uintptr_t)buf,
+				      .segment_length = MPI_SLOT };
+		DAT_DTO_COOKIE c = { .as_64 = (uint64_t)w };
+
+		snprintf(buf, MPI_SLOT, "w %d->%d #%d", s, d, w);
+		CU_ASSERT_EQUAL_FATAL(ofx_ep_post_rdma_write(ep, 1, &l, c, &t,
+							     DAT_COMPLETION_SUPPRESS_FLAG),
+				      DAT_SUCCESS);
+		if (w % MPI_CHUNK == MPI_CHUNK - 1) {
+			xm_pump();
+			CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(rk[s].dto, &ev)),
+					DAT_QUEUE_EMPTY);
+		}
+	}
+}
+
+/* Then an eager send from s to d, DEFAULT flags. */
+static void mpi_eager(struct rank *rk, int s, int d)
+{
+	char text[MSG_LEN];
+
+	snprintf(text, sizeof(text), "eager %d->%d", s, d);
+	CU_ASSERT_EQUAL(send_msg(rk[s].ep[d], text, (uint64_t)(s * 100 + d * 10 + 9)),
+			DAT_SUCCESS);
+}
+
+/*
+ * What r's DTO EVD holds after mpi_writes and mpi_eager both ways with each peer: for
+ * each, the send's completion and the receive of the peer's send, every
+ * one a DAT_DTO_COMPLETION_EVENT (MPI asserts it), nothing of the writes.
+ */
+static void mpi_expect_dtos(struct rank *rk, int r)
+{
+	int sends = 0, recvs = 0;
+	DAT_EVENT ev;
+
+	while (poll_event(rk[r].dto, &ev)) {
+		DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
+		int peer = -1;
+		char text[MSG_LEN];
+
+		CU_ASSERT_EQUAL_FATAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+		CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
+		for (int q = 0; q < MPI_RANKS; q++)
+			if (rk[r].ep[q] && d->ep_handle == rk[r].ep[q])
+				peer = q;
+		CU_ASSERT_FATAL(peer >= 0);
+		if (d->operation == DAT_DTO_SEND) {
+			CU_ASSERT_EQUAL(d->user_cookie.as_64, (uint64_t)(r * 100 + peer * 10 + 9));
+			sends++;
+			continue;
+		}
+		CU_ASSERT_EQUAL(d->operation, DAT_DTO_RECEIVE);
+		CU_ASSERT_EQUAL(d->user_cookie.as_64, (uint64_t)(r * 100 + peer * 10));
+		snprintf(text, sizeof(text), "eager %d->%d", peer, r);
+		CU_ASSERT_EQUAL(d->transfered_length, strlen(text) + 1);
+		CU_ASSERT_STRING_EQUAL(buf_of(rk[r].ep[peer], d->user_cookie.as_64), text);
+		snprintf(text, sizeof(text), "w %d->%d #%d", peer, r, MPI_WRITES - 1);
+		CU_ASSERT_STRING_EQUAL(ring[r][peer], text);
+		recvs++;
+	}
+	CU_ASSERT_EQUAL(sends, 2);
+	CU_ASSERT_EQUAL(recvs, 2);
+}
+
+/*
+ * An MPI job's start-up over XRC: 4 ranks on 2 nodes, one IA each, a PSP
+ * at 1024 + rank, one DTO EVD for every EP's sends and receives, EPs with
+ * request completions UNSIGNALLED, every event busy-polled with
+ * dat_evd_dequeue.  Static connections (the higher rank connects with 4
+ * bytes, its rank; the lower checks them, the qualifier and the PSP, and
+ * accepts), one on-demand pair crossing (reject, reset, accept on the same
+ * EP).  Then the RDMA fast path (suppressed writes, more than the queue)
+ * and an eager send each way: the bytes land, the DTO EVD shows exactly
+ * the signalled completions.  One INI QP per rank (N-1), one TGT per INI
+ * QP on the other node, no RC QP once established.
+ */
+static void test_mpi_startup_four_ranks_two_nodes(void)
+{
+	struct rank rk[MPI_RANKS];
+	DAT_EP_PARAM param;
+
+	setup(2);
+	xm_use_cm = true;
+	memset(rk, 0, sizeof(rk));
+	memset(ring, 0, sizeof(ring));
+	for (int r = 0; r < MPI_RANKS; r++) {
+		/* its DTO EVD: min(6000, the device's most) */
+		rk[r].p = xm_proc_open(node_of_rank(r), domfile[node_of_rank(r)],
+				       OFX_XRC_TGT_DOMAIN);
+		int qlen = rk[r].p->ia.dev_attr.max_cqe < 6000 ? rk[r].p->ia.dev_attr.max_cqe : 6000;
+
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_create_internal(&rk[r].p->ia, qlen, DAT_EVD_DTO_FLAG,
+							      &rk[r].dto),
+				      0);
+		rk[r].psp = psp_at(rk[r].p, MPI_QUAL + r);
+	}
+	/* every rank's EPs to the other node, receives pre-posted */
+	for (int r = 0; r < MPI_RANKS; r++)
+		for (int q = 0; q < MPI_RANKS; q++) {
+			if (node_of_rank(q) == node_of_rank(r))
+				continue;
+			rk[r].ep[q] = mpi_ep(&rk[r]);
+			for (int k = 0; k < MPI_RECVS; k++)
+				post_recv(rk[r].ep[q], (uint64_t)(r * 100 + q * 10 + k));
+		}
+	CU_ASSERT_EQUAL(ofx_ep_query(rk[0].ep[2], DAT_EP_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.ep_attr.request_completion_flags, DAT_COMPLETION_UNSIGNALLED_FLAG);
+	mpi_static(rk, 0, 2);
+	mpi_static(rk, 0, 3);
+	mpi_static(rk, 1, 3);
+	mpi_crossing(rk, 1, 2);
+	for (int r = 0; r < MPI_RANKS; r++)
+		expect_empty(rk[r].p->conn_evd);
+	expect_qp_counts(PROCS(rk[0].p, rk[1].p, rk[2].p, rk[3].p), COUNTS(1, 1, 1, 1),
+			 COUNTS(2, 2));
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 8);
+
+	for (int r = 0; r < MPI_RANKS; r++)
+		for (int q = 0; q < MPI_RANKS; q++)
+			if (rk[r].ep[q])
+				mpi_writes(rk, r, q);
+	for (int r = 0; r < MPI_RANKS; r++)
+		for (int q = 0; q < MPI_RANKS; q++)
+			if (rk[r].ep[q])
+				mpi_eager(rk, r, q);
+	for (int r = 0; r < MPI_RANKS; r++)
+		mpi_expect_dtos(rk, r);
+	for (int r = 0; r < MPI_RANKS; r++)
+		expect_xrc_only(rk[r].p, 2);
+
+	/* MPI_Finalize: disconnect, free the EPs, the PSP and the EVD */
+	for (int lo = 0; lo < 2; lo++)
+		for (int hi = 2; hi < MPI_RANKS; hi++) {
+			CU_ASSERT_EQUAL(ofx_ep_disconnect(rk[lo].ep[hi], DAT_CLOSE_GRACEFUL_FLAG),
+					DAT_SUCCESS);
+
+			mpi_expect_conn(&rk[hi], rk[hi].ep[lo], DAT_CONNECTION_EVENT_DISCONNECTED);
+			mpi_expect_conn(&rk[lo], rk[lo].ep[hi], DAT_CONNECTION_EVENT_DISCONNECTED);
+		}
+	for (int r = 0; r < MPI_RANKS; r++) {
+		for (int q = 0; q < MPI_RANKS; q++)
+			if (rk[r].ep[q])
+				CU_ASSERT_EQUAL(ofx_ep_free(rk[r].ep[q]), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ofx_psp_free(rk[r].psp), DAT_SUCCESS);
+	}
+	xm_pump();
+	for (int r = 0; r < MPI_RANKS; r++)
+		CU_ASSERT_EQUAL(ofx_evd_free(rk[r].dto), DAT_SUCCESS);
+	expect_qp_counts(PROCS(rk[0].p, rk[1].p, rk[2].p, rk[3].p), COUNTS(0, 0, 0, 0),
+			 COUNTS(0, 0));
+	teardown(2);
+}
+
 CU_TestInfo ofx_test_xrc_scen[] = {
+	{ "dtestcm: 100 connections in bursts of 10 with 48 bytes, then all disconnected",
+	  test_dtestcm_100_connections_in_bursts },
+	{ "mpi start-up: 4 ranks on 2 nodes, one dto evd, unsignalled, crossing connect",
+	  test_mpi_startup_four_ranks_two_nodes },
 	CU_TEST_INFO_NULL,
 };

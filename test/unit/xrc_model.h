@@ -191,6 +191,23 @@ int xm_qp_max_rd_atomic(struct ibv_qp *qp);
 int xm_tgt_max_dest_rd_atomic(int node);
 
 /*
+ * Async events the model raises itself, as mlx5 and the kernel do: a TGT
+ * entering the error state (a NAK, or modify_qp through any handle)
+ * reports IBV_EVENT_QP_LAST_WQE_REACHED on every handle of it, each to its
+ * process; an XRC SRQ whose limit is armed (ibv_modify_srq IBV_SRQ_LIMIT,
+ * below max_wr; IBV_SRQ_MAX_WR is refused, mlx5 does not resize) reports
+ * IBV_EVENT_SRQ_LIMIT_REACHED once when its receives fall below the limit,
+ * and is disarmed.  They wait for xm_pump (the async thread), or for the
+ * destroy of their QP or SRQ, which runs the handler first (libibverbs
+ * waits for the acknowledgement).  xm_async_events: how many of `type`
+ * reached a handler so far.
+ */
+int xm_async_events(enum ibv_event_type type);
+/* The XRC SRQ of an EP's connection (NULL if none) and the receives it holds. */
+struct ibv_srq *xm_ep_srq(const struct ofx_ep *ep);
+int xm_srq_posted(struct ibv_srq *srq);
+
+/*
  * The device reports `type` for `qp` on `p`'s async fd (ia.c's handler).
  * QP_FATAL first moves the QP to error and flushes what it holds.
  */

@@ -247,28 +247,34 @@ DAT_PSP_HANDLE psp_open(struct xm_proc *p)
 	return psp;
 }
 
-DAT_CR_HANDLE dat_request(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
-				 DAT_PSP_HANDLE psp, const void *pdata, int len)
+DAT_CR_HANDLE expect_cr(struct xm_proc *b, DAT_PSP_HANDLE psp, DAT_CONN_QUAL qual,
+			const void *pdata, int len)
 {
 	DAT_CR_ARRIVAL_EVENT_DATA *d;
 	DAT_CR_PARAM param;
 	DAT_EVENT ev;
 
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+	d = &ev.event_data.cr_arrival_event_data;
+	CU_ASSERT_PTR_EQUAL(d->sp_handle.psp_handle, psp);
+	CU_ASSERT_EQUAL(d->conn_qual, qual);
+	CU_ASSERT_EQUAL_FATAL(ofx_cr_query(d->cr_handle, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(param.private_data_size, len);
+	if (len && pdata)
+		CU_ASSERT_EQUAL(memcmp(param.private_data, pdata, (size_t)len), 0);
+	return d->cr_handle;
+}
+
+DAT_CR_HANDLE dat_request(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
+			  DAT_PSP_HANDLE psp, const void *pdata, int len)
+{
 	CU_ASSERT_EQUAL(ofx_ep_connect(ea, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
 				       DAT_TIMEOUT_INFINITE, len, (DAT_PVOID)pdata,
 				       DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
 			DAT_SUCCESS);
 	xm_pump();
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-	d = &ev.event_data.cr_arrival_event_data;
-	CU_ASSERT_PTR_EQUAL(d->sp_handle.psp_handle, psp);
-	CU_ASSERT_EQUAL(d->conn_qual, QUAL);
-	CU_ASSERT_EQUAL_FATAL(ofx_cr_query(d->cr_handle, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(param.private_data_size, len);
-	if (len)
-		CU_ASSERT_EQUAL(memcmp(param.private_data, pdata, (size_t)len), 0);
-	return d->cr_handle;
+	return expect_cr(b, psp, QUAL, pdata, len);
 }
 
 void expect_established_at(struct xm_proc *p, struct ofx_ep *ep, const void *pdata,

@@ -93,6 +93,12 @@ struct ofx_ep *ep_with_iov(struct xm_proc *p, int iov);
 
 /* DAT-level steps over the model's rdma_cm (xm_use_cm). */
 DAT_PSP_HANDLE psp_open(struct xm_proc *p);
+/*
+ * The next event of b's CR EVD is a request to `psp` at `qual` with `len`
+ * bytes of private data (`pdata`: those bytes; NULL: any): its CR.
+ */
+DAT_CR_HANDLE expect_cr(struct xm_proc *b, DAT_PSP_HANDLE psp, DAT_CONN_QUAL qual,
+			const void *pdata, int len);
 /* `ea` of `a` connects to `b`'s PSP: the CR that arrives, its fields checked. */
 DAT_CR_HANDLE dat_request(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
 			  DAT_PSP_HANDLE psp, const void *pdata, int len);
