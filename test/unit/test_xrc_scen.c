@@ -9,6 +9,8 @@
 #include "verbs.h"
 #include "xrc_steps.h"
 
+#include <errno.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -519,10 +521,356 @@ static void test_mpi_startup_four_ranks_two_nodes(void)
 	teardown(2);
 }
 
+/* ---- S4: dtestx (the IB extensions) ------------------------------------------ */
+
+/* Each server's memory: a word per client to swap, a shared counter, write targets. */
+static struct {
+	uint64_t word[2];
+	uint64_t counter;
+	char dst[2][16];
+} xt[2];
+static uint64_t xres[2][2][3];	/* client c's results from server s: cas, faa, faa */
+
+/* Server s tells client c where its memory is, as dtestx's RMR exchange. */
+static void x_rmr_info(struct xm_proc *sv, struct ofx_ep *es, struct xm_proc *cl,
+		       struct ofx_ep *ec, int s, uint64_t cookie, DAT_RMR_TRIPLET *r_p)
+{
+	char text[MSG_LEN];
+	unsigned long long va = 0;
+	unsigned int rkey = 0;
+
+	snprintf(text, sizeof(text), "rkey %x va %llx", xm_rkey(sv, &xt[s], sizeof(xt[s])),
+		 (unsigned long long)(uintptr_t)&xt[s]);
+	CU_ASSERT_EQUAL(send_msg(es, text, 1), DAT_SUCCESS);
+	expect_recv(cl, ec, cookie, text);
+	CU_ASSERT_EQUAL_FATAL(sscanf(buf_of(ec, cookie), "rkey %x va %llx", &rkey, &va), 2);
+	r_p->rmr_context = rkey;
+	r_p->virtual_address = va;
+	r_p->segment_length = 8;
+}
+
+/*
+ * dtestx: two clients on node 0, two servers on node 1, every client
+ * connected to every server (DAT connect, the XRC domain shared per node).
+ * Over each connection the server sends its RMR, and the client writes
+ * with immediate data into it (the server's receive completes as
+ * RDMA_WRITE_IMMED_DATA with the immediate, its buffer untouched), swaps
+ * its word with a compare-and-swap that matches and one that does not,
+ * and adds to the server's counter, which both clients share.  Bytes,
+ * immediates and the old values all checked; one INI QP per process, two
+ * TGTs per node, no RC QP.
+ */
+static void test_dtestx_write_immed_and_atomics(void)
+{
+	struct xm_proc *cl[2], *sv[2];
+	struct ofx_ep *ec[2][2], *es[2][2];
+	DAT_PSP_HANDLE psp[2];
+	DAT_RMR_TRIPLET r[2][2];
+	DAT_EVENT ev;
+
+	setup(2);
+	xm_use_cm = true;
+	memset(xt, 0, sizeof(xt));
+	memset(xres, 0, sizeof(xres));
+	for (int k = 0; k < 2; k++) {
+		cl[k] = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+		sv[k] = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+		psp[k] = psp_at(sv[k], QUAL + k);
+		xt[k].word[0] = 10;
+		xt[k].word[1] = 20;
+		xt[k].counter = 1000;
+	}
+	for (int c = 0; c < 2; c++)
+		for (int s = 0; s < 2; s++) {
+			static const char hello[] = "dtestx";
+			DAT_CR_HANDLE cr;
+
+			ec[c][s] = ep_with_iov(cl[c], 1);
+			es[s][c] = ep_with_iov(sv[s], 1);
+			post_recv(ec[c][s], (uint64_t)(100 + c * 10 + s));
+			connect_at(ec[c][s], sv[s], QUAL + s, hello, sizeof(hello));
+			xm_pump();
+			cr = expect_cr(sv[s], psp[s], QUAL + s, hello, sizeof(hello));
+			CU_ASSERT_EQUAL(ofx_cr_accept(cr, es[s][c], 0, NULL), DAT_SUCCESS);
+			xm_pump();
+			expect_established(cl[c], ec[c][s], NULL, 0);
+			expect_established(sv[s], es[s][c], NULL, 0);
+			x_rmr_info(sv[s], es[s][c], cl[c], ec[c][s], s, (uint64_t)(100 + c * 10 + s),
+				   &r[c][s]);
+		}
+	expect_qp_counts(PROCS(cl[0], cl[1], sv[0], sv[1]), COUNTS(1, 1, 1, 1), COUNTS(2, 2));
+
+	for (int c = 0; c < 2; c++)
+		for (int s = 0; s < 2; s++) {
+			DAT_RMR_TRIPLET t = r[c][s];
+			DAT_LMR_TRIPLET l = { .lmr_context = xm_lkey(cl[c], xres[c], sizeof(xres[c])),
+					      .segment_length = 8 };
+			DAT_LMR_TRIPLET w = { .lmr_context = lkey_of(ec[c][s]), .segment_length = 16,
+					      .virtual_address = (uintptr_t)mem.send[nsend % NBUF] };
+			uint64_t base = (uintptr_t)&xt[s];
+			DAT_DTO_COOKIE ck = { .as_64 = 1 };
+			uint32_t imm = 0x7000u + (uint32_t)(c * 16 + s);
+
+			snprintf(mem.send[nsend++ % NBUF], 16, "imm %d->%d", c, s);
+			t.virtual_address = base + offsetof(__typeof__(xt[0]), dst[c]);
+			t.segment_length = 16;
+			post_recv(es[s][c], 300);
+			CU_ASSERT_EQUAL(dat_ib_post_rdma_write_immed(ec[c][s], 1, &w, ck, &t, imm,
+								     DAT_COMPLETION_DEFAULT_FLAG),
+					DAT_SUCCESS);
+			xm_pump();
+			expect_ext_dto(cl[c]->req_evd, ec[c][s], 1, DAT_IB_RDMA_WRITE_IMMED, &ev);
+			expect_ext_dto(sv[s]->recv_evd, es[s][c], 300, DAT_IB_RDMA_WRITE_IMMED_DATA,
+				       &ev);
+			CU_ASSERT_EQUAL(ext_of(&ev)->val.immed.data, imm);
+			CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 16);
+			CU_ASSERT_STRING_EQUAL(buf_of(es[s][c], 300), "");
+			{
+				char want[16];
+
+				snprintf(want, sizeof(want), "imm %d->%d", c, s);
+				CU_ASSERT_STRING_EQUAL(xt[s].dst[c], want);
+			}
+
+			/* a swap that matches, one that does not, then an add to the shared counter */
+			t.segment_length = 8;
+			t.virtual_address = base + offsetof(__typeof__(xt[0]), word[c]);
+			l.virtual_address = (uintptr_t)&xres[c][s][0];
+			ck.as_64 = 2;
+			CU_ASSERT_EQUAL(dat_ib_post_cmp_and_swap(ec[c][s], xt[s].word[c], 77 + c, &l, ck,
+								 &t, DAT_COMPLETION_DEFAULT_FLAG),
+					DAT_SUCCESS);
+			l.virtual_address = (uintptr_t)&xres[c][s][1];
+			ck.as_64 = 3;
+			CU_ASSERT_EQUAL(dat_ib_post_cmp_and_swap(ec[c][s], 5, 99, &l, ck, &t,
+								 DAT_COMPLETION_DEFAULT_FLAG),
+					DAT_SUCCESS);
+			t.virtual_address = base + offsetof(__typeof__(xt[0]), counter);
+			l.virtual_address = (uintptr_t)&xres[c][s][2];
+			ck.as_64 = 4;
+			CU_ASSERT_EQUAL(dat_ib_post_fetch_and_add(ec[c][s], (uint64_t)(1 + c), &l, ck,
+								  &t, DAT_COMPLETION_DEFAULT_FLAG),
+					DAT_SUCCESS);
+			xm_pump();
+			expect_ext_dto(cl[c]->req_evd, ec[c][s], 2, DAT_IB_CMP_AND_SWAP, &ev);
+			CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 8);
+			expect_ext_dto(cl[c]->req_evd, ec[c][s], 3, DAT_IB_CMP_AND_SWAP, &ev);
+			expect_ext_dto(cl[c]->req_evd, ec[c][s], 4, DAT_IB_FETCH_AND_ADD, &ev);
+			CU_ASSERT_EQUAL(xres[c][s][0], c ? 20u : 10u);
+			CU_ASSERT_EQUAL(xres[c][s][1], 77u + (uint64_t)c);	/* no match: unchanged */
+			CU_ASSERT_EQUAL(xt[s].word[c], 77u + (uint64_t)c);
+			/* client 0 added 1 first, client 1 adds 2 */
+			CU_ASSERT_EQUAL(xres[c][s][2], c ? 1001u : 1000u);
+			expect_empty(sv[s]->recv_evd);
+		}
+	for (int s = 0; s < 2; s++)
+		CU_ASSERT_EQUAL(xt[s].counter, 1003u);
+	expect_qp_counts(PROCS(cl[0], cl[1], sv[0], sv[1]), COUNTS(1, 1, 1, 1), COUNTS(2, 2));
+	for (int c = 0; c < 2; c++)
+		for (int s = 0; s < 2; s++) {
+			CU_ASSERT_EQUAL(ofx_ep_disconnect(ec[c][s], DAT_CLOSE_GRACEFUL_FLAG),
+					DAT_SUCCESS);
+			xm_pump();
+			expect_conn(sv[s], es[s][c], DAT_CONNECTION_EVENT_DISCONNECTED);
+			expect_conn(cl[c], ec[c][s], DAT_CONNECTION_EVENT_DISCONNECTED);
+		}
+	for (int k = 0; k < 2; k++) {
+		expect_xrc_only(cl[k], 2);
+		CU_ASSERT_EQUAL(ofx_psp_free(psp[k]), DAT_SUCCESS);
+	}
+	teardown(2);
+}
+
+/* ---- M9: the device's own async events ------------------------------------- */
+
+/*
+ * A TGT that NAKs a request (A's write with a bad rkey) enters the error
+ * state, and mlx5 reports LAST_WQE_REACHED on it, which the kernel passes
+ * to every process holding it: B1 (its creator) and B2 (2a: it opened it).
+ * For XRC that is the INI side's business (its WR failed, its EPs broke,
+ * the peers were told): B1 and B2 report nothing of it, and their other
+ * connection, B1 to C over C's own INI QP and TGT, goes on.
+ */
+static void test_tgt_error_last_wqe_reaches_every_handle_and_breaks_nothing(void)
+{
+	static char dst[16];
+	struct xm_proc *a, *c, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+	DAT_LMR_TRIPLET l;
+	DAT_RMR_TRIPLET t = { .segment_length = 8, .virtual_address = (uintptr_t)dst };
+	DAT_DTO_COOKIE ck = { .as_64 = 5 };
+
+	setup(2);
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	c = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b1 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	b2 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	e1 = xm_ep_new(a);
+	f1 = xm_ep_new(b1);
+	e2 = xm_ep_new(a);
+	f2 = xm_ep_new(b2);
+	e3 = xm_ep_new(c);
+	f3 = xm_ep_new(b1);
+	pair(a, e1, b1, f1, 1);
+	pair(a, e2, b2, f2, 1);
+	pair(c, e3, b1, f3, 2);
+	/* A's INI QP reaches B1's TGT, which B2 opened; C's has its own */
+	expect_qp_counts(PROCS(a, c, b1, b2), COUNTS(1, 1, 1, 1), COUNTS(2, 2));
+	CU_ASSERT_EQUAL(stats(b2).tgt_opened, 1);
+
+	l = (DAT_LMR_TRIPLET){ .lmr_context = lkey_of(e1), .segment_length = 8,
+			       .virtual_address = (uintptr_t)mem.send[0] };
+	t.rmr_context = xm_rkey(b1, dst, sizeof(dst)) + 0x100;
+	CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e1, 1, &l, ck, &t, DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(xm_async_events(IBV_EVENT_QP_LAST_WQE_REACHED), 2);
+	expect_dto(a->req_evd, e1, 5, DAT_DTO_ERR_REMOTE_ACCESS);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
+	/* nothing else: no EP_BROKEN on B's async EVDs, f3 untouched */
+	expect_empty(b1->ia.async_evd);
+	expect_empty(b2->ia.async_evd);
+	expect_empty(b1->conn_evd);
+	expect_empty(b2->conn_evd);
+	expect_empty(c->conn_evd);
+	CU_ASSERT_EQUAL(f3->state, OFX_EP_CONNECTED);
+	ping_pong(c, e3, 1000, b1, f3, 2000);
+	/*
+	 * The dead TGT goes with A's INI QP, B1's and B2's handles too; B2's
+	 * INI QP went with f2, its only EP, and its TGT on node 0 with it.
+	 */
+	expect_qp_counts(PROCS(a, c, b1, b2), COUNTS(0, 1, 1, 0), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(stats(b1).tgt_handles + stats(b2).tgt_handles, 1);
+	teardown(2);
+}
+
+#define LIMIT 2
+
+/*
+ * SRQ_LIMIT_REACHED on an XRC EP's SRQ.  The provider never arms one (only
+ * a DAT SRQ's low watermark does, srq.c); armed from outside, mlx5 reports
+ * it once when the receives fall below the limit.  The SRQ's context is
+ * the EP, not a DAT SRQ: the provider must not take it for one (no
+ * SRQ_LOW_WATERMARK event, no EP_BROKEN), and the EP keeps receiving.  The
+ * model refuses what mlx5 refuses: resizing, a limit at the SRQ's size.
+ */
+static void test_srq_limit_on_an_xrc_ep_srq_is_no_dat_srq_event(void)
+{
+	struct ibv_srq_attr attr = { .srq_limit = LIMIT };
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	struct ibv_srq *srq;
+	char text[MSG_LEN];
+
+	setup(2);
+	open_pair(&a, &ea, &b, &eb);
+	pair(a, ea, b, eb, 4);
+	srq = xm_ep_srq(eb);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srq);
+	CU_ASSERT_EQUAL(xm_srq_posted(srq), 4);
+	attr.max_wr = 64;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_srq(srq, &attr, IBV_SRQ_MAX_WR), EINVAL);
+	attr.srq_limit = (uint32_t)eb->attr.max_recv_dtos + 1;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_srq(srq, &attr, IBV_SRQ_LIMIT), EINVAL);
+	attr.srq_limit = LIMIT;
+	CU_ASSERT_EQUAL(ofx_verbs->modify_srq(srq, &attr, IBV_SRQ_LIMIT), 0);
+	for (int i = 0; i < 4; i++) {
+		snprintf(text, sizeof(text), "to b #%d", i);
+		CU_ASSERT_EQUAL(send_msg(ea, text, (uint64_t)i), DAT_SUCCESS);
+		xm_pump();
+		/* 4 - i - 1 receives left: below 2 once the third is taken */
+		CU_ASSERT_EQUAL(xm_async_events(IBV_EVENT_SRQ_LIMIT_REACHED), i >= 2 ? 1 : 0);
+		expect_recv(b, eb, 2000 + (uint64_t)i, text);
+	}
+	expect_empty(b->ia.async_evd);
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(eb->state, OFX_EP_CONNECTED);
+	post_recv(eb, 2100);
+	CU_ASSERT_EQUAL(send_msg(ea, "after", 9), DAT_SUCCESS);
+	expect_recv(b, eb, 2100, "after");
+	teardown(2);
+}
+
+/* ---- M2: mlx4's send queue sizing ----------------------------------------- */
+
+static int mlx4_ini(struct xm_proc *a, uint32_t wr, uint32_t sge, uint32_t inl,
+		    struct ibv_qp_cap *cap_p)
+{
+	struct ibv_qp_init_attr_ex ini = { .qp_type = IBV_QPT_XRC_SEND,
+					   .comp_mask = IBV_QP_INIT_ATTR_PD, .pd = a->pz.pd,
+					   .send_cq = ofx_evd_cq(a->req_evd),
+					   .cap = { .max_send_wr = wr, .max_send_sge = sge,
+						    .max_inline_data = inl } };
+	struct ibv_qp *qp = ofx_verbs->create_qp_ex(a->ia.verbs, &ini);
+
+	if (!qp)
+		return errno;
+	*cap_p = ini.cap;
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_qp(qp), 0);
+	return 0;
+}
+
+/*
+ * libmlx4 lays an XRC_SEND WQE out as an RC one and rounds its stride to a
+ * power of two; the queue keeps 2 KB + 1 WQE of spares and is a power of
+ * two; the kernel takes at most max_wqes (16384) entries and a 1024-byte
+ * stride.  What the device grants is what the stride and queue hold.  An
+ * EP with 20 request SGEs, too many for an mlx5 INI QP, runs over XRC here.
+ */
+static void test_model_mlx4_sizes_xrc_send_queues(void)
+{
+	struct ibv_qp_cap cap;
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_device = &xm_dev_mlx4;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	/* 4 SGEs: 16 + 16 + 64 bytes, a 128-byte stride, 17 spares, 16384 entries */
+	CU_ASSERT_EQUAL(mlx4_ini(a, 16350, 4, 0, &cap), 0);
+	CU_ASSERT_EQUAL(cap.max_send_wr, 16384 - 17);
+	CU_ASSERT_EQUAL(cap.max_send_sge, 6);
+	CU_ASSERT_EQUAL(cap.max_inline_data, 96 - 2 * 4);
+	/* libmlx4's own limits */
+	CU_ASSERT_EQUAL(mlx4_ini(a, 16352, 4, 0, &cap), EINVAL);
+	CU_ASSERT_EQUAL(mlx4_ini(a, 64, 33, 0, &cap), EINVAL);
+	CU_ASSERT_EQUAL(mlx4_ini(a, 64, 1, 1025, &cap), EINVAL);
+	/* 32 SGEs fit a 1024-byte stride; 1024 bytes inline need 2048: the kernel refuses */
+	CU_ASSERT_EQUAL(mlx4_ini(a, 16351, 32, 0, &cap), 0);
+	CU_ASSERT_EQUAL(cap.max_send_sge, 62);
+	CU_ASSERT_EQUAL(cap.max_send_wr, 16384 - 3);
+	CU_ASSERT_EQUAL(mlx4_ini(a, 64, 1, 1024, &cap), EINVAL);
+	CU_ASSERT_EQUAL(mlx4_ini(a, 64, 1, 900, &cap), 0);
+	CU_ASSERT_EQUAL(cap.max_send_wr, 128 - 3);
+	CU_ASSERT_EQUAL(cap.max_inline_data, 992 - 16 * 4);
+
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	ea = ep_with_iov(a, 20);
+	eb = xm_ep_new(b);
+	pair(a, ea, b, eb, 1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_ini_qp(0, 0, &cap));
+	CU_ASSERT_TRUE(cap.max_send_sge >= 20);
+	CU_ASSERT_EQUAL(send_msg(ea, "twenty", 1), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "twenty");
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	teardown(2);
+}
+
 CU_TestInfo ofx_test_xrc_scen[] = {
 	{ "dtestcm: 100 connections in bursts of 10 with 48 bytes, then all disconnected",
 	  test_dtestcm_100_connections_in_bursts },
 	{ "mpi start-up: 4 ranks on 2 nodes, one dto evd, unsignalled, crossing connect",
 	  test_mpi_startup_four_ranks_two_nodes },
+	{ "dtestx: write with immediate, compare-and-swap and fetch-and-add, 2x2 processes",
+	  test_dtestx_write_immed_and_atomics },
+	{ "tgt in error: last_wqe_reached reaches every handle and breaks nothing more",
+	  test_tgt_error_last_wqe_reaches_every_handle_and_breaks_nothing },
+	{ "srq limit on an xrc ep's srq is no dat srq event",
+	  test_srq_limit_on_an_xrc_ep_srq_is_no_dat_srq_event },
+	{ "model sizes xrc send queues as mlx4 does; 20 sges run over xrc there",
+	  test_model_mlx4_sizes_xrc_send_queues },
 	CU_TEST_INFO_NULL,
 };
