@@ -691,59 +691,56 @@ static void test_dtestx_write_immed_and_atomics(void)
  * the peers were told): B1 and B2 report nothing of it, and their other
  * connection, B1 to C over C's own INI QP and TGT, goes on.
  */
+/* The links of the LAST_WQE scenario: A-B1, A-B2, C-B1 (processes A, C, B1, B2). */
+static const int lw_link[3][2] = { { 0, 2 }, { 0, 3 }, { 1, 2 } };
+
 static void test_tgt_error_last_wqe_reaches_every_handle_and_breaks_nothing(void)
 {
 	static char dst[16];
-	struct xm_proc *a, *c, *b1, *b2;
-	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+	struct xm_proc *p[4];
+	struct ofx_ep *e[3], *f[3];
 	DAT_LMR_TRIPLET l;
 	DAT_RMR_TRIPLET t = { .segment_length = 8, .virtual_address = (uintptr_t)dst };
 	DAT_DTO_COOKIE ck = { .as_64 = 5 };
 
 	setup(2);
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	c = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	b1 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	b2 = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	e1 = xm_ep_new(a);
-	f1 = xm_ep_new(b1);
-	e2 = xm_ep_new(a);
-	f2 = xm_ep_new(b2);
-	e3 = xm_ep_new(c);
-	f3 = xm_ep_new(b1);
-	pair(a, e1, b1, f1, 1);
-	pair(a, e2, b2, f2, 1);
-	pair(c, e3, b1, f3, 2);
+	for (int i = 0; i < 4; i++)
+		p[i] = xm_proc_open(i / 2, domfile[i / 2], OFX_XRC_TGT_DOMAIN);
+	for (int k = 0; k < 3; k++) {
+		e[k] = xm_ep_new(p[lw_link[k][0]]);
+		f[k] = xm_ep_new(p[lw_link[k][1]]);
+	}
+	for (int k = 0; k < 3; k++)
+		pair(p[lw_link[k][0]], e[k], p[lw_link[k][1]], f[k], k == 2 ? 2 : 1);
 	/* A's INI QP reaches B1's TGT, which B2 opened; C's has its own */
-	expect_qp_counts(PROCS(a, c, b1, b2), COUNTS(1, 1, 1, 1), COUNTS(2, 2));
-	CU_ASSERT_EQUAL(stats(b2).tgt_opened, 1);
+	expect_qp_counts(p, COUNTS(1, 1, 1, 1), COUNTS(2, 2));
+	CU_ASSERT_EQUAL(stats(p[3]).tgt_opened, 1);
 
-	l = (DAT_LMR_TRIPLET){ .lmr_context = lkey_of(e1), .segment_length = 8,
+	l = (DAT_LMR_TRIPLET){ .lmr_context = lkey_of(e[0]), .segment_length = 8,
 			       .virtual_address = (uintptr_t)mem.send[0] };
-	t.rmr_context = xm_rkey(b1, dst, sizeof(dst)) + 0x100;
-	CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e1, 1, &l, ck, &t, DAT_COMPLETION_DEFAULT_FLAG),
+	t.rmr_context = xm_rkey(p[2], dst, sizeof(dst)) + 0x100;
+	CU_ASSERT_EQUAL(ofx_ep_post_rdma_write(e[0], 1, &l, ck, &t, DAT_COMPLETION_DEFAULT_FLAG),
 			DAT_SUCCESS);
 	xm_pump();
 	CU_ASSERT_EQUAL(xm_async_events(IBV_EVENT_QP_LAST_WQE_REACHED), 2);
-	expect_dto(a->req_evd, e1, 5, DAT_DTO_ERR_REMOTE_ACCESS);
-	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
-	expect_conn(a, e2, DAT_CONNECTION_EVENT_BROKEN);
-	expect_conn(b1, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	expect_conn(b2, f2, DAT_CONNECTION_EVENT_DISCONNECTED);
-	/* nothing else: no EP_BROKEN on B's async EVDs, f3 untouched */
-	expect_empty(b1->ia.async_evd);
-	expect_empty(b2->ia.async_evd);
-	expect_empty(b1->conn_evd);
-	expect_empty(b2->conn_evd);
-	expect_empty(c->conn_evd);
-	CU_ASSERT_EQUAL(f3->state, OFX_EP_CONNECTED);
-	ping_pong(c, e3, 1000, b1, f3, 2000);
+	expect_dto(p[0]->req_evd, e[0], 5, DAT_DTO_ERR_REMOTE_ACCESS);
+	expect_conn(p[0], e[0], DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(p[0], e[1], DAT_CONNECTION_EVENT_BROKEN);
+	expect_conn(p[2], f[0], DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(p[3], f[1], DAT_CONNECTION_EVENT_DISCONNECTED);
+	/* nothing else: no EP_BROKEN on B's async EVDs, C's link untouched */
+	for (int i = 1; i < 4; i++) {
+		expect_empty(p[i]->ia.async_evd);
+		expect_empty(p[i]->conn_evd);
+	}
+	CU_ASSERT_EQUAL(f[2]->state, OFX_EP_CONNECTED);
+	ping_pong(p[1], e[2], 1000, p[2], f[2], 2000);
 	/*
 	 * The dead TGT goes with A's INI QP, B1's and B2's handles too; B2's
 	 * INI QP went with f2, its only EP, and its TGT on node 0 with it.
 	 */
-	expect_qp_counts(PROCS(a, c, b1, b2), COUNTS(0, 1, 1, 0), COUNTS(1, 1));
-	CU_ASSERT_EQUAL(stats(b1).tgt_handles + stats(b2).tgt_handles, 1);
+	expect_qp_counts(p, COUNTS(0, 1, 1, 0), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(stats(p[2]).tgt_handles + stats(p[3]).tgt_handles, 1);
 	teardown(2);
 }
 

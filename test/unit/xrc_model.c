@@ -2425,7 +2425,7 @@ struct xm_proc *xm_proc_of(const struct ofx_ep *ep)
 	return proc_of_ia(ep->obj.ia);
 }
 
-struct ofx_ep *xm_ep_new(struct xm_proc *p)
+struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads)
 {
 	DAT_EP_ATTR a;
 	DAT_EP_HANDLE h = NULL;
@@ -2435,7 +2435,9 @@ struct ofx_ep *xm_ep_new(struct xm_proc *p)
 	a.max_recv_dtos = 8;
 	a.max_request_dtos = 16;
 	a.max_recv_iov = 1;
-	a.max_request_iov = 1;
+	a.max_request_iov = iov;
+	a.max_rdma_read_in = reads;
+	a.max_rdma_read_out = reads;
 	a.max_message_size = 1u << 20;
 	a.max_rdma_size = 1u << 20;
 	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&p->ia, &p->pz, p->recv_evd, p->req_evd, p->conn_evd,
@@ -2443,6 +2445,11 @@ struct ofx_ep *xm_ep_new(struct xm_proc *p)
 			      DAT_SUCCESS);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(((struct ofx_ep *)h)->xrc);
 	return h;
+}
+
+struct ofx_ep *xm_ep_new(struct xm_proc *p)
+{
+	return xm_ep_with(p, 1, 0);
 }
 
 void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct ofx_ep *eb,

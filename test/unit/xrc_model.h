@@ -148,7 +148,9 @@ void xm_proc_close(struct xm_proc *p);
 /* The process dies: its SRQs and QPs vanish, nothing is said to peers. */
 void xm_proc_kill(struct xm_proc *p);
 
-struct ofx_ep *xm_ep_new(struct xm_proc *p);
+/* An EP of `p` on its EVDs: 8 receives, 16 requests of `iov` segments, `reads` each way. */
+struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads);
+struct ofx_ep *xm_ep_new(struct xm_proc *p);	/* 1 segment, no reads */
 /*
  * The lkey (and with xm_rkey the rkey) of an LMR of `p`'s PZ over [addr,
  * addr + len) with every privilege (remote atomics too), registered on first use: the model

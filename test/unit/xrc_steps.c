@@ -324,21 +324,5 @@ void expect_ext_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
 
 struct ofx_ep *ep_with_iov(struct xm_proc *p, int iov)
 {
-	DAT_EP_ATTR a;
-	DAT_EP_HANDLE h = NULL;
-
-	memset(&a, 0, sizeof(a));
-	a.service_type = DAT_SERVICE_TYPE_RC;
-	a.max_recv_dtos = 8;
-	a.max_request_dtos = 16;
-	a.max_recv_iov = 1;
-	a.max_request_iov = iov;
-	a.max_rdma_read_in = 4;
-	a.max_rdma_read_out = 4;
-	a.max_message_size = 1u << 20;
-	a.max_rdma_size = 1u << 20;
-	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&p->ia, &p->pz, p->recv_evd, p->req_evd, p->conn_evd,
-					    &a, &h),
-			      DAT_SUCCESS);
-	return h;
+	return xm_ep_with(p, iov, 4);
 }
