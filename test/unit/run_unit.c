@@ -5,6 +5,7 @@
  */
 #include "unit.h"
 #include "runner.h"
+#include "xrc_model.h"
 
 static CU_SuiteInfo suites[] = {
 	{ "obj", NULL, NULL, NULL, NULL, ofx_test_obj },
@@ -21,6 +22,11 @@ static CU_SuiteInfo suites[] = {
 	{ "ext", NULL, NULL, NULL, NULL, ofx_test_ext },
 	{ "srq", NULL, NULL, NULL, NULL, ofx_test_srq },
 	{ "xrc", NULL, NULL, NULL, NULL, ofx_test_xrc },
+	{ "xrc_mlx5", xm_profile_mlx5, xm_profile_toy, NULL, NULL, ofx_test_xrc },
+	{ "xrc_mlx4", xm_profile_mlx4, xm_profile_toy, NULL, NULL, ofx_test_xrc },
+	{ "xrc_scen", NULL, NULL, NULL, NULL, ofx_test_xrc_scen },
+	{ "xrc_scen_mlx5", xm_profile_mlx5, xm_profile_toy, NULL, NULL, ofx_test_xrc_scen },
+	{ "xrc_scen_mlx4", xm_profile_mlx4, xm_profile_toy, NULL, NULL, ofx_test_xrc_scen },
 	{ "xrc_route", NULL, NULL, NULL, NULL, ofx_test_xrc_route },
 	{ "badinput", NULL, NULL, NULL, NULL, ofx_test_badinput },
 	{ "siw", NULL, NULL, NULL, NULL, ofx_test_siw },

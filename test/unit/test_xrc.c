@@ -17,6 +17,7 @@
 #include "verbs.h"
 #include "xrc.h"
 #include "xrc_model.h"
+#include "xrc_steps.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -34,252 +35,9 @@
  * driven between the processes and data routed by SRQ number.
  */
 
-#define MSG_LEN 64
 /* RESET->INIT of any QP type: the kernel requires the access flags of each */
 #define XM_RC_INIT_MASK \
 	(IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS)
-#define NBUF 512
-
-/*
- * The buffers of post_recv and send_msg, registered in each process's PZ
- * (xm_lkey): the model fails a WR whose segments no MR of its PD covers.
- */
-static struct {
-	char recv[NBUF][MSG_LEN];
-	char send[NBUF][MSG_LEN];	/* reused round robin: the model copies at post */
-} mem;
-static uint64_t buf_cookie[NBUF];	/* the cookie each buffer was posted with */
-static struct ofx_ep *buf_ep[NBUF];	/* and the EP */
-static int nbuf, nsend;
-static char domfile[4][64];
-
-static void setup(int nodes)
-{
-	xm_init();
-	nbuf = nsend = 0;
-	for (int i = 0; i < nodes && i < 4; i++) {
-		snprintf(domfile[i], sizeof(domfile[i]), "/tmp/ofx-xrc-test-%d-node%d.xrcd",
-			 (int)getpid(), i);
-		unlink(domfile[i]);
-	}
-}
-
-static void teardown(int nodes)
-{
-	xm_fini();
-	for (int i = 0; i < nodes && i < 4; i++)
-		unlink(domfile[i]);
-}
-
-static struct ofx_xrc_stats stats(struct xm_proc *p)
-{
-	struct ofx_xrc_stats s;
-
-	CU_ASSERT_EQUAL(ofx_xrc_get_stats(&p->ia, &s), 0);
-	return s;
-}
-
-/* The lkey of `mem` in the PZ of `ep`'s process. */
-static DAT_LMR_CONTEXT lkey_of(const struct ofx_ep *ep)
-{
-	return xm_lkey(xm_proc_of(ep), &mem, sizeof(mem));
-}
-
-/* A receive of `len` bytes (at most MSG_LEN) into the next buffer. */
-static void post_recv_len(struct ofx_ep *ep, uint64_t cookie, DAT_VLEN len)
-{
-	DAT_LMR_TRIPLET iov;
-	DAT_DTO_COOKIE c = { .as_64 = cookie };
-
-	CU_ASSERT_FATAL(nbuf < NBUF && len <= MSG_LEN);
-	memset(mem.recv[nbuf], 0, MSG_LEN);
-	buf_cookie[nbuf] = cookie;
-	buf_ep[nbuf] = ep;
-	iov.lmr_context = lkey_of(ep);
-	iov.virtual_address = (uintptr_t)mem.recv[nbuf++];
-	iov.segment_length = len;
-	CU_ASSERT_EQUAL(ofx_ep_post_recv(ep, 1, &iov, c, DAT_COMPLETION_DEFAULT_FLAG),
-			DAT_SUCCESS);
-}
-
-static void post_recv(struct ofx_ep *ep, uint64_t cookie)
-{
-	post_recv_len(ep, cookie, MSG_LEN);
-}
-
-static DAT_RETURN send_msg_flags(struct ofx_ep *ep, const char *text, uint64_t cookie,
-				 DAT_COMPLETION_FLAGS flags)
-{
-	char *buf = mem.send[nsend++ % NBUF];
-	DAT_LMR_TRIPLET iov = { .lmr_context = lkey_of(ep), .virtual_address = (uintptr_t)buf,
-				.segment_length = (DAT_VLEN)strlen(text) + 1 };
-	DAT_DTO_COOKIE c = { .as_64 = cookie };
-
-	snprintf(buf, MSG_LEN, "%s", text);
-	return ofx_ep_post_send(ep, 1, &iov, c, flags);
-}
-
-static DAT_RETURN send_msg(struct ofx_ep *ep, const char *text, uint64_t cookie)
-{
-	return send_msg_flags(ep, text, cookie, DAT_COMPLETION_DEFAULT_FLAG);
-}
-
-/* The buffer posted last on `ep` with `cookie`. */
-static const char *buf_of(const struct ofx_ep *ep, uint64_t cookie)
-{
-	for (int b = nbuf - 1; b >= 0; b--)
-		if (buf_cookie[b] == cookie && buf_ep[b] == ep)
-			return mem.recv[b];
-	return "";
-}
-
-static void expect_recv(struct xm_proc *p, struct ofx_ep *ep, uint64_t cookie, const char *text)
-{
-	DAT_EVENT ev;
-	DAT_DTO_COMPLETION_EVENT_DATA *d = &ev.event_data.dto_completion_event_data;
-
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(p->recv_evd, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
-	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
-	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
-	CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
-	CU_ASSERT_EQUAL(d->operation, DAT_DTO_RECEIVE);
-	CU_ASSERT_EQUAL(d->transfered_length, strlen(text) + 1);
-	CU_ASSERT_STRING_EQUAL(buf_of(ep, cookie), text);
-}
-
-static void expect_empty(struct ofx_evd *evd)
-{
-	DAT_EVENT ev;
-
-	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(evd, &ev)), DAT_QUEUE_EMPTY);
-}
-
-/* The next event of `evd` completes a DTO of `ep` with `cookie` and `status`. */
-#define expect_dto(evd, ep, cookie, status) expect_dto_at(evd, ep, cookie, status, __LINE__)
-static void expect_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
-			  DAT_DTO_COMPLETION_STATUS status, int line)
-{
-	DAT_DTO_COMPLETION_EVENT_DATA *d;
-	DAT_EVENT ev;
-
-	if (ofx_evd_dequeue(evd, &ev) != DAT_SUCCESS) {
-		fprintf(stderr, "no dto event at line %d\n", line);
-		CU_FAIL_FATAL("no dto event");
-	}
-	d = &ev.event_data.dto_completion_event_data;
-	if (d->user_cookie.as_64 != cookie || d->status != status)
-		fprintf(stderr, "dto cookie %llu status %d, expected %llu %d at line %d\n",
-			(unsigned long long)d->user_cookie.as_64, d->status,
-			(unsigned long long)cookie, status, line);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
-	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
-	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
-	CU_ASSERT_EQUAL(d->status, status);
-}
-
-/* Every send completion on `p`'s request EVD is a success; returns how many. */
-static int drain_sends(struct xm_proc *p)
-{
-	DAT_EVENT ev;
-	int n = 0;
-
-	while (ofx_evd_dequeue(p->req_evd, &ev) == DAT_SUCCESS) {
-		CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
-		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
-		n++;
-	}
-	return n;
-}
-
-/* The next connection event of `p` is `num` for `ep` (line: the caller's). */
-#define expect_conn(p, ep, num) expect_conn_at(p, ep, num, __LINE__)
-static void expect_conn_at(struct xm_proc *p, struct ofx_ep *ep, DAT_EVENT_NUMBER num, int line)
-{
-	DAT_EVENT ev;
-
-	if (ofx_evd_dequeue(p->conn_evd, &ev) != DAT_SUCCESS) {
-		fprintf(stderr, "no connection event at line %d\n", line);
-		CU_FAIL_FATAL("no connection event");
-	}
-	if (ev.event_number != num)
-		fprintf(stderr, "event 0x%x, expected 0x%x at line %d\n", ev.event_number, num,
-			line);
-	CU_ASSERT_EQUAL(ev.event_number, num);
-	CU_ASSERT_PTR_EQUAL(ev.event_data.connect_event_data.ep_handle, ep);
-}
-
-/*
- * S9: the QP counts XRC is for, in one check.  No RC QP anywhere (every
- * connection runs over XRC); process p[i] holds ini[i] INI QPs, as the
- * device counts them and as its provider does (one per remote node it
- * reaches: N-1 in an all-to-all while the EPs' queues fit one); node k
- * holds tgts[k] TGT QPs:
- *     expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
- */
-#define PROCS(...) ((struct xm_proc *[]){ __VA_ARGS__ })
-#define COUNTS(...) ((int[]){ __VA_ARGS__ })
-#define expect_qp_counts(p, ini, tgts) \
-	expect_qp_counts_at(p, ini, (int)(sizeof(ini) / sizeof(int)), tgts, \
-			    (int)(sizeof(tgts) / sizeof(int)), __LINE__)
-static void expect_qp_counts_at(struct xm_proc *const *p, const int *ini, int np,
-				const int *tgts, int nnodes, int line)
-{
-	int rc = xm_live_qps(IBV_QPT_RC);
-
-	if (rc)
-		fprintf(stderr, "%d rc qp(s) at line %d\n", rc, line);
-	CU_ASSERT_EQUAL(rc, 0);
-	for (int i = 0; i < np; i++) {
-		int dev = xm_proc_inis(p[i]);
-		unsigned long live = stats(p[i]).ini_live;
-
-		if (dev != ini[i] || live != (unsigned long)ini[i])
-			fprintf(stderr, "process %d: %d ini qp(s), ini_live %lu, expected %d "
-				"at line %d\n", i, dev, live, ini[i], line);
-		CU_ASSERT_EQUAL(dev, ini[i]);
-		CU_ASSERT_EQUAL(live, (unsigned long)ini[i]);
-	}
-	for (int k = 0; k < nnodes; k++) {
-		if (xm_tgts_on_node(k) != tgts[k])
-			fprintf(stderr, "node %d: %d tgt qp(s), expected %d at line %d\n", k,
-				xm_tgts_on_node(k), tgts[k], line);
-		CU_ASSERT_EQUAL(xm_tgts_on_node(k), tgts[k]);
-	}
-}
-
-/* A connected pair with `n` receives posted on each side. */
-static void pair(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct ofx_ep *eb,
-		 int n)
-{
-	for (int i = 0; i < n; i++) {
-		post_recv(ea, 1000 + i);
-		post_recv(eb, 2000 + i);
-	}
-	xm_connect(a, ea, b, eb, "hello", 6, "welcome", 8);
-	expect_conn(a, ea, DAT_CONNECTION_EVENT_ESTABLISHED);
-	expect_conn(b, eb, DAT_CONNECTION_EVENT_ESTABLISHED);
-	CU_ASSERT_EQUAL(ea->state, OFX_EP_CONNECTED);
-	CU_ASSERT_EQUAL(eb->state, OFX_EP_CONNECTED);
-}
-
-/* One process on each node, one EP in each: where most scenarios start. */
-static void open_pair(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b,
-		      struct ofx_ep **eb)
-{
-	*a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
-	*b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	*ea = xm_ep_new(*a);
-	*eb = xm_ep_new(*b);
-}
-
-/* The same, connected, with one receive posted on each side. */
-static void open_connected_pair(struct xm_proc **a, struct ofx_ep **ea, struct xm_proc **b,
-				struct ofx_ep **eb)
-{
-	open_pair(a, ea, b, eb);
-	pair(*a, *ea, *b, *eb, 1);
-}
 
 /*
  * open_pair and a second EP pair beside the first: e1 and e2 of A share
@@ -1156,28 +914,6 @@ static void test_rdma_cm_carrier_keeps_no_path_on_roce(void)
 
 /* ---- issue 14: what mlx5 and the kernel refuse -------------------------- */
 
-/* An EP of `p` with `iov` request segments and 4 reads each way. */
-static struct ofx_ep *ep_with_iov(struct xm_proc *p, int iov)
-{
-	DAT_EP_ATTR a;
-	DAT_EP_HANDLE h = NULL;
-
-	memset(&a, 0, sizeof(a));
-	a.service_type = DAT_SERVICE_TYPE_RC;
-	a.max_recv_dtos = 8;
-	a.max_request_dtos = 16;
-	a.max_recv_iov = 1;
-	a.max_request_iov = iov;
-	a.max_rdma_read_in = 4;
-	a.max_rdma_read_out = 4;
-	a.max_message_size = 1u << 20;
-	a.max_rdma_size = 1u << 20;
-	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&p->ia, &p->pz, p->recv_evd, p->req_evd, p->conn_evd,
-					    &a, &h),
-			      DAT_SUCCESS);
-	return h;
-}
-
 static void test_model_refuses_masks_the_kernel_refuses(void)
 {
 	const int init = IBV_QP_STATE | IBV_QP_PKEY_INDEX | IBV_QP_PORT | IBV_QP_ACCESS_FLAGS;
@@ -1882,25 +1618,6 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 
 #define N_EPS 6
 
-/* A message each way over a connected pair, into receives `ck_a` and `ck_b`. */
-static void ping_pong(struct xm_proc *a, struct ofx_ep *ea, uint64_t ck_a, struct xm_proc *b,
-		      struct ofx_ep *eb, uint64_t ck_b)
-{
-	CU_ASSERT_EQUAL(send_msg(ea, "ping", 3), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(send_msg(eb, "pong", 4), DAT_SUCCESS);
-	expect_recv(b, eb, ck_b, "ping");
-	expect_recv(a, ea, ck_a, "pong");
-}
-
-/* `p`'s connections so far: `n`, every one over XRC. */
-static void expect_xrc_only(struct xm_proc *p, unsigned long n)
-{
-	struct ofx_xrc_stats s = stats(p);
-
-	CU_ASSERT_EQUAL(s.conn_xrc, n);
-	CU_ASSERT_EQUAL(s.conn_rc, 0);
-}
-
 /*
  * The QP saving XRC is for: N EPs from A to each of B and C (three nodes),
  * all over XRC, and not one RC QP among them, before or after connecting;
@@ -2202,64 +1919,6 @@ static void test_tgt_creator_killed_while_connected_breaks_the_shared_ini(void)
 }
 
 /* ---- issue 14 leftovers: DAT-level sequences over the model's rdma_cm ------- */
-
-#define QUAL 7000
-
-static DAT_PSP_HANDLE psp_open(struct xm_proc *p)
-{
-	DAT_PSP_HANDLE psp = NULL;
-
-	CU_ASSERT_EQUAL_FATAL(ofx_psp_create(&p->ia, QUAL, p->cr_evd, DAT_PSP_CONSUMER_FLAG, &psp),
-			      DAT_SUCCESS);
-	return psp;
-}
-
-/* `ea` of `a` connects to `b`'s PSP: the CR that arrives, its fields checked. */
-static DAT_CR_HANDLE dat_request(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
-				 DAT_PSP_HANDLE psp, const void *pdata, int len)
-{
-	DAT_CR_ARRIVAL_EVENT_DATA *d;
-	DAT_CR_PARAM param;
-	DAT_EVENT ev;
-
-	CU_ASSERT_EQUAL(ofx_ep_connect(ea, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
-				       DAT_TIMEOUT_INFINITE, len, (DAT_PVOID)pdata,
-				       DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
-			DAT_SUCCESS);
-	xm_pump();
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-	d = &ev.event_data.cr_arrival_event_data;
-	CU_ASSERT_PTR_EQUAL(d->sp_handle.psp_handle, psp);
-	CU_ASSERT_EQUAL(d->conn_qual, QUAL);
-	CU_ASSERT_EQUAL_FATAL(ofx_cr_query(d->cr_handle, DAT_CR_FIELD_ALL, &param), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(param.private_data_size, len);
-	if (len)
-		CU_ASSERT_EQUAL(memcmp(param.private_data, pdata, (size_t)len), 0);
-	return d->cr_handle;
-}
-
-/* The next connection event of `p` is ESTABLISHED for `ep`, with `len` bytes `pdata`. */
-#define expect_established(p, ep, pdata, len) expect_established_at(p, ep, pdata, len, __LINE__)
-static void expect_established_at(struct xm_proc *p, struct ofx_ep *ep, const void *pdata,
-				  int len, int line)
-{
-	DAT_CONNECTION_EVENT_DATA *d;
-	DAT_EVENT ev;
-
-	if (ofx_evd_dequeue(p->conn_evd, &ev) != DAT_SUCCESS) {
-		fprintf(stderr, "no connection event at line %d\n", line);
-		CU_FAIL_FATAL("no connection event");
-	}
-	d = &ev.event_data.connect_event_data;
-	if (ev.event_number != DAT_CONNECTION_EVENT_ESTABLISHED)
-		fprintf(stderr, "event 0x%x at line %d\n", ev.event_number, line);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_ESTABLISHED);
-	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
-	CU_ASSERT_EQUAL(d->private_data_size, len);
-	if (len && d->private_data_size == len)
-		CU_ASSERT_EQUAL(memcmp(d->private_data, pdata, (size_t)len), 0);
-}
 
 #define N_CLIENTS 4
 
@@ -2575,6 +2234,8 @@ static void test_eps_sharing_an_ini_qp_each_get_their_request_queue(void)
 	int n = 0;
 
 	setup(2);
+	/* the toy's shallow queues: on mlx5 or mlx4 one INI QP holds hundreds of such EPs */
+	xm_device = &xm_dev_toy;
 	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
 	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
 	CU_ASSERT_EQUAL_FATAL(ofx_lmr_create(&b->ia, DAT_MEM_TYPE_VIRTUAL, reg, sizeof(dst), &b->pz,
@@ -2931,6 +2592,8 @@ static void test_tgt_that_cannot_reach_rtr_refuses_the_ini(void)
 	struct ofx_ep *ea, *eb;
 
 	setup(2);
+	/* the toy's 4: on mlx5 and mlx4 the provider asks 16 at most, what they take */
+	xm_device = &xm_dev_toy;
 	open_pair(&a, &ea, &b, &eb);
 	b->ia.dev_attr.max_qp_rd_atom = b->dev->max_qp_rd_atom + 1;
 	post_recv(eb, 1);
@@ -3023,37 +2686,6 @@ static void test_peer_without_its_own_ini_qp_leaves_ours_alive(void)
 	CU_ASSERT_EQUAL(send_msg(e3, "same ini qp", 2), DAT_SUCCESS);
 	expect_recv(b, f3, 2000, "same ini qp");
 	teardown(2);
-}
-
-/* The IB extension calls as a consumer writes them (unit.h). */
-#define dat_extension_op ofx_test_ext_call
-
-static const DAT_IB_EXTENSION_EVENT_DATA *ext_of(const DAT_EVENT *ev)
-{
-	return (const DAT_IB_EXTENSION_EVENT_DATA *)ev->event_extension_data;
-}
-
-/* The next event of `evd`: a successful IB extension DTO of `ep`, `cookie`, of `type`. */
-#define expect_ext_dto(evd, ep, cookie, type, ev_p) \
-	expect_ext_dto_at(evd, ep, cookie, type, ev_p, __LINE__)
-static void expect_ext_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
-			      DAT_IB_EXT_TYPE type, DAT_EVENT *ev, int line)
-{
-	const DAT_DTO_COMPLETION_EVENT_DATA *d = &ev->event_data.dto_completion_event_data;
-
-	if (ofx_evd_dequeue(evd, ev) != DAT_SUCCESS) {
-		fprintf(stderr, "no dto event at line %d\n", line);
-		CU_FAIL_FATAL("no dto event");
-	}
-	if (ev->event_number != (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT || ext_of(ev)->type != type)
-		fprintf(stderr, "event 0x%x type %d, expected %d at line %d\n", ev->event_number,
-			ext_of(ev)->type, type, line);
-	CU_ASSERT_EQUAL(ev->event_number, (DAT_EVENT_NUMBER)DAT_IB_DTO_EVENT);
-	CU_ASSERT_EQUAL(ext_of(ev)->type, type);
-	CU_ASSERT_EQUAL(ext_of(ev)->status, DAT_OP_SUCCESS);
-	CU_ASSERT_PTR_EQUAL(d->ep_handle, ep);
-	CU_ASSERT_EQUAL(d->user_cookie.as_64, cookie);
-	CU_ASSERT_EQUAL(d->status, DAT_DTO_SUCCESS);
 }
 
 /* A send with invalidate of `rkey` from `ep`: `text` from a registered buffer. */

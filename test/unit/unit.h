@@ -41,6 +41,7 @@ extern CU_TestInfo ofx_test_rmr[];
 extern CU_TestInfo ofx_test_ext[];
 extern CU_TestInfo ofx_test_srq[];
 extern CU_TestInfo ofx_test_xrc[];
+extern CU_TestInfo ofx_test_xrc_scen[];
 extern CU_TestInfo ofx_test_xrc_route[];
 extern CU_TestInfo ofx_test_badinput[];
 extern CU_TestInfo ofx_test_siw[];

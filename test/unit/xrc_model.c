@@ -30,6 +30,7 @@
 #define XM_MAX_CTL 1024
 #define XM_MAX_PENDING 64
 #define XM_PORT_BASE 20000
+#define XM_MAX_ASYNC 256
 
 /*
  * What the model adds to the objects of fake_verbs.  A handle the kernel
@@ -61,8 +62,9 @@ struct xm_srq {
 	uint32_t srqn;
 	struct ibv_cq *cq;
 	uint32_t max_wr;
-	struct xm_recv q[XM_CQ_DEPTH];
+	struct xm_recv *q;		/* max_wr of them, a ring */
 	int head, n;
+	uint32_t limit;			/* armed srq_limit; 0: not armed */
 };
 
 /* What modify_qp set on a QP (a TGT's on its object: every handle sees it). */
@@ -136,6 +138,7 @@ bool xm_rnr_limited;
 bool xm_autopump = true;
 bool xm_use_cm;
 const struct xm_device *xm_device = &xm_dev_toy;
+const struct xm_device *xm_profile = &xm_dev_toy;
 
 static struct xm_proc *procs[XM_MAX_PROCS];
 static int nprocs;
@@ -252,8 +255,8 @@ static int mlx5_sq_check(const struct xm_device *d, enum ibv_qp_type type, struc
 	return 0;
 }
 
-/* mlx4 (rdma-core providers/mlx4, mlx4_create_qp_ex): plain limits. */
-static int mlx4_sq_check(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap)
+/* The toy device: plain limits, and it grants what is asked. */
+static int plain_sq_check(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap)
 {
 	(void)type;
 	if (cap->max_send_wr > (uint32_t)d->max_qp_wr || cap->max_send_sge > (uint32_t)d->max_sge ||
@@ -262,10 +265,56 @@ static int mlx4_sq_check(const struct xm_device *d, enum ibv_qp_type type, struc
 	return 0;
 }
 
+/*
+ * The send queue rules of mlx4 (rdma-core providers/mlx4: mlx4_create_qp_ex,
+ * mlx4_calc_sq_wqe_size, mlx4_set_sq_sizes; the kernel's mlx4_ib
+ * set_user_sq_size).  libmlx4 refuses more than max_qp_wr WRs, max_sge
+ * SGEs or 1024 bytes inline.  An XRC_SEND WQE is laid out as an RC one (the
+ * SRQ number rides in the control segment): a 16-byte control segment, a
+ * 16-byte remote address segment and the data segments, or the inline data
+ * with a 4-byte header per 60 bytes (the first chunk starting 32 bytes into
+ * a 64-byte block), at least an atomic's 48 bytes after the control
+ * segment; the stride is that rounded up to a power of two, at least 64.
+ * The queue keeps 2 KB plus one WQE of spares for prefetch, and its size
+ * (WRs plus spares) is rounded up to a power of two.  The kernel refuses a
+ * queue of more than max_wqes entries (max_qp_wr + 33 on ConnectX-3) or a
+ * stride beyond max_sq_desc_sz rounded up (1008: 1024).  What is granted:
+ * the WRs and SGEs the stride and queue hold, and the inline data that
+ * fits the stride.
+ */
+static int mlx4_sq_check(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap)
+{
+	uint32_t inl_segs, sge, size, stride = 64, spare, cnt = 1, room;
+
+	(void)type;
+	if (plain_sq_check(d, type, cap))
+		return EINVAL;
+	inl_segs = (cap->max_inline_data + 32 + 64 - 4 - 1) / (64 - 4);
+	sge = (cap->max_inline_data + inl_segs * 4 + 15) / 16;
+	if (sge < cap->max_send_sge)
+		sge = cap->max_send_sge;
+	size = sge * 16 + 16;
+	if (size < 48)
+		size = 48;
+	size += 16;
+	while (stride < size)
+		stride <<= 1;
+	spare = 2048 / stride + 1;
+	while (cnt < cap->max_send_wr + spare)
+		cnt <<= 1;
+	if (cnt > (uint32_t)d->max_qp_wr + 33 || stride > (uint32_t)d->max_wqe)
+		return EINVAL;
+	room = stride - 16 - 16;
+	cap->max_send_sge = room / 16;
+	cap->max_send_wr = cnt - spare;
+	cap->max_inline_data = room - 4 * ((room + 63) / 64);
+	return 0;
+}
+
 const struct xm_device xm_dev_toy = {
 	.name = "toy", .max_qp_wr = 256, .max_sge = 4, .max_qp_rd_atom = 4,
 	.max_qp_init_rd_atom = 4, .max_srq_wr = 256, .max_srq_sge = 4,
-	.sq_check = mlx4_sq_check,
+	.sq_check = plain_sq_check,
 };
 
 const struct xm_device xm_dev_mlx5 = {
@@ -276,9 +325,27 @@ const struct xm_device xm_dev_mlx5 = {
 
 const struct xm_device xm_dev_mlx4 = {
 	.name = "mlx4", .max_qp_wr = 16351, .max_sge = 32, .max_qp_rd_atom = 16,
-	.max_qp_init_rd_atom = 128, .max_srq_wr = 16383, .max_srq_sge = 31,
+	.max_qp_init_rd_atom = 128, .max_srq_wr = 16383, .max_srq_sge = 31, .max_wqe = 1024,
 	.sq_check = mlx4_sq_check,
 };
+
+int xm_profile_toy(void)
+{
+	xm_profile = &xm_dev_toy;
+	return 0;
+}
+
+int xm_profile_mlx5(void)
+{
+	xm_profile = &xm_dev_mlx5;
+	return 0;
+}
+
+int xm_profile_mlx4(void)
+{
+	xm_profile = &xm_dev_mlx4;
+	return 0;
+}
 
 /* ---- QP state transitions ------------------------------------------------ */
 
@@ -363,6 +430,87 @@ int xm_modify_allowed(enum ibv_qp_type type, enum ibv_qp_state cur, enum ibv_qp_
 	return qp_mask_check(type, cur, next, mask) == 0;
 }
 
+/* ---- async events ----------------------------------------------------------- */
+
+/*
+ * What the device reports on a process's async fd, until xm_pump hands it
+ * to ia.c's handler (the async thread) or a destroy waits for it.
+ */
+static struct {
+	struct xm_proc *p;
+	struct ibv_async_event ev;
+} asyncq[XM_MAX_ASYNC];
+static int nasync;
+static int async_delivered[IBV_EVENT_WQ_FATAL + 1];
+
+static void async_queue(struct xm_proc *p, const struct ibv_async_event *ev)
+{
+	CU_ASSERT_FATAL(nasync < XM_MAX_ASYNC);
+	if (p->dead)
+		return;
+	asyncq[nasync].p = p;
+	asyncq[nasync++].ev = *ev;
+}
+
+static void async_take(int i)
+{
+	memmove(&asyncq[i], &asyncq[i + 1], (size_t)(--nasync - i) * sizeof(asyncq[0]));
+}
+
+static void async_count(const struct ibv_async_event *ev)
+{
+	if ((unsigned int)ev->event_type < sizeof(async_delivered) / sizeof(async_delivered[0]))
+		async_delivered[ev->event_type]++;
+}
+
+/* Hands the queued events over; true if there were any. */
+static bool async_pump(void)
+{
+	bool any = nasync > 0;
+
+	while (nasync) {
+		struct xm_proc *p = asyncq[0].p;
+		struct ibv_async_event ev = asyncq[0].ev;
+
+		async_take(0);
+		if (p->dead)
+			continue;	/* its fd closed with it */
+		async_count(&ev);
+		ofx_ia_async_event(&p->ia, &ev);
+	}
+	return any;
+}
+
+int xm_async_events(enum ibv_event_type type)
+{
+	return async_delivered[type];
+}
+
+static bool destroy_waits_for_events(void *elem);
+static void event_unacked(struct xm_proc *p, void *elem, enum ibv_event_type type);
+
+/*
+ * libibverbs' destroy of a QP or SRQ returns only once the events reported
+ * for it are acknowledged: the async thread runs the handler meanwhile
+ * (destroy_waits_for_events).
+ */
+static bool async_settle(void *elem)
+{
+	for (int i = 0; i < nasync; i++) {
+		struct xm_proc *p = asyncq[i].p;
+		struct ibv_async_event ev = asyncq[i].ev;
+
+		if ((void *)ev.element.qp != elem)
+			continue;
+		async_take(i--);
+		async_count(&ev);
+		event_unacked(p, elem, ev.event_type);
+		if (!destroy_waits_for_events(elem))
+			return false;
+	}
+	return true;
+}
+
 /* ---- domains, SRQs ------------------------------------------------------- */
 
 /* The domain loses a handle; the last one takes it. */
@@ -417,6 +565,15 @@ static struct xm_domain *dom_of(struct ibv_xrcd *xrcd)
 	return container_of(xrcd, struct xm_xrcd, xrcd)->dom;
 }
 
+static void srq_release(struct fake_obj *obj)
+{
+	struct xm_srq *s = container_of(obj, struct xm_srq, fs.obj);
+
+	free(s->q);
+	s->q = NULL;
+	s->n = 0;
+}
+
 /* An XRC SRQ; mlx5_destroy_srq (the core's destroy) leaves its CQEs in the CQ. */
 static struct ibv_srq *m_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_init_attr_ex *attr)
 {
@@ -433,12 +590,52 @@ static struct ibv_srq *m_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_i
 	if (!f)
 		return NULL;
 	s = container_of(f, struct xm_srq, fs);
+	s->fs.obj.release = srq_release;
+	s->q = calloc(attr->attr.max_wr ? attr->attr.max_wr : 1, sizeof(*s->q));
 	s->node = proc_of(ctx)->node;
 	s->dom = dom_of(attr->xrcd);
 	s->srqn = fake_verbs.next_num++;
 	s->cq = attr->cq;
-	s->max_wr = attr->attr.max_wr;
+	s->max_wr = attr->attr.max_wr ? attr->attr.max_wr : 1;
 	return &f->srq;
+}
+
+/*
+ * mlx5_ib_modify_srq: no resizing (IBV_SRQ_MAX_WR is EINVAL); a limit must
+ * be below the SRQ's size, and arms it (0: disarmed).
+ */
+static int m_modify_srq(struct ibv_srq *srq, struct ibv_srq_attr *attr, int mask)
+{
+	struct xm_srq *s = container_of(srq, struct xm_srq, fs.srq);
+
+	if (s->fs.obj.closed || (mask & IBV_SRQ_MAX_WR) ||
+	    ((mask & IBV_SRQ_LIMIT) && attr->srq_limit >= s->max_wr))
+		return EINVAL;
+	if (mask & IBV_SRQ_LIMIT)
+		s->limit = attr->srq_limit;
+	return 0;
+}
+
+static int m_destroy_srq(struct ibv_srq *srq)
+{
+	if (!container_of(srq, struct xm_srq, fs.srq)->fs.obj.closed && !async_settle(srq))
+		return 0;
+	return fake_verbs_core.destroy_srq(srq);
+}
+
+/*
+ * The SRQ's WQEs fell below its armed limit: the device reports
+ * SRQ_LIMIT_REACHED once and disarms it (the consumer re-arms).
+ */
+static void srq_limit_check(struct xm_srq *s)
+{
+	struct ibv_async_event ev = { .element.srq = &s->fs.srq,
+				      .event_type = IBV_EVENT_SRQ_LIMIT_REACHED };
+
+	if (!s->limit || (uint32_t)s->n >= s->limit)
+		return;
+	s->limit = 0;
+	async_queue(proc_of(s->fs.srq.context), &ev);
 }
 
 static bool srq_live(uint32_t srqn)
@@ -474,7 +671,7 @@ static int m_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr, struct i
 			*bad = wr;
 			return -ENOMEM;
 		}
-		r = &s->q[(s->head + s->n) % XM_CQ_DEPTH];
+		r = &s->q[(s->head + s->n) % s->max_wr];
 		r->wr_id = wr->wr_id;
 		r->nsge = wr->num_sge;
 		memcpy(r->sge, wr->sg_list, wr->num_sge * sizeof(struct ibv_sge));
@@ -517,6 +714,30 @@ static void qp_release(struct fake_obj *obj)
 	}
 	q->tgt = NULL;
 	q->npend = 0;
+}
+
+/*
+ * The TGT enters the error state: as on mlx5, a QP fed by SRQs reports
+ * LAST_WQE_REACHED, and the kernel passes a shared QP's events to every
+ * handle of it (ib_open_qp), each on its own process's async fd.
+ */
+static void tgt_error(struct xm_tgt *t)
+{
+	struct ofx_list *pos, *tmp;
+
+	if (t->state == IBV_QPS_ERR)
+		return;
+	t->state = IBV_QPS_ERR;
+	xm_for_each(pos, tmp, FAKE_QP) {
+		struct xm_qp *h = qp_at(pos);
+		struct ibv_async_event ev = { .element.qp = &h->fq.qp,
+					      .event_type = IBV_EVENT_QP_LAST_WQE_REACHED };
+
+		if (h->tgt == t) {
+			h->fq.qp.state = IBV_QPS_ERR;
+			async_queue(proc_of(h->fq.qp.context), &ev);
+		}
+	}
 }
 
 static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init_attr_ex *attr)
@@ -597,6 +818,8 @@ static int m_modify_qp(struct ibv_qp *qp, struct ibv_qp_attr *attr, int mask)
 	if (((mask & IBV_QP_MAX_QP_RD_ATOMIC) && attr->max_rd_atomic > d->max_qp_init_rd_atom) ||
 	    ((mask & IBV_QP_MAX_DEST_RD_ATOMIC) && attr->max_dest_rd_atomic > d->max_qp_rd_atom))
 		return EINVAL;
+	if (q->tgt && next == IBV_QPS_ERR)
+		tgt_error(q->tgt);
 	qp->state = next;
 	if (q->tgt)
 		q->tgt->state = next;
@@ -655,11 +878,11 @@ static void *async_handler_thread(void *arg)
  * destroyer holds) is a deadlock on a device.  False then: the QP's memory
  * is kept, the handler may still read it.
  */
-static bool destroy_waits_for_events(struct ibv_qp *qp)
+static bool destroy_waits_for_events(void *elem)
 {
 	struct timespec ts;
 
-	if (!unacked.pending || unacked.ev.element.qp != qp)
+	if (!unacked.pending || (void *)unacked.ev.element.qp != elem)
 		return true;
 	unacked.pending = false;
 	CU_ASSERT_FATAL(pthread_create(&unacked.thread, NULL, async_handler_thread, NULL) == 0);
@@ -672,18 +895,23 @@ static bool destroy_waits_for_events(struct ibv_qp *qp)
 	return false;
 }
 
-void xm_async_qp_event_unacked(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type)
+static void event_unacked(struct xm_proc *p, void *elem, enum ibv_event_type type)
 {
 	CU_ASSERT_FATAL(!unacked.pending);
 	unacked.p = p;
-	unacked.ev.element.qp = qp;
+	unacked.ev.element.qp = elem;
 	unacked.ev.event_type = type;
 	unacked.pending = true;
 }
 
+void xm_async_qp_event_unacked(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type)
+{
+	event_unacked(p, qp, type);
+}
+
 static int m_destroy_qp(struct ibv_qp *qp)
 {
-	if (!xm_qp_of(qp)->fq.obj.closed && !destroy_waits_for_events(qp))
+	if (!xm_qp_of(qp)->fq.obj.closed && (!async_settle(qp) || !destroy_waits_for_events(qp)))
 		return 0;
 	return fake_verbs_core.destroy_qp(qp);
 }
@@ -847,7 +1075,7 @@ static void ini_error(struct xm_qp *q, uint64_t wr_id, enum ibv_wc_status st)
  */
 static bool nak(struct xm_qp *q, struct xm_tgt *t, const struct xm_send *s, enum ibv_wc_status st)
 {
-	t->state = IBV_QPS_ERR;
+	tgt_error(t);
 	ini_error(q, s->wr_id, st);
 	return false;
 }
@@ -994,8 +1222,9 @@ static bool deliver_recv(struct xm_qp *q, struct xm_tgt *t, struct xm_srq *srq,
 	if (s->op == IBV_WR_SEND_WITH_INV && !mw_invalidate(srq->fs.srq.pd, s->inv_rkey))
 		return nak(q, t, s, IBV_WC_REM_INV_REQ_ERR);
 	r = &srq->q[srq->head];
-	srq->head = (srq->head + 1) % XM_CQ_DEPTH;
+	srq->head = (srq->head + 1) % srq->max_wr;
 	srq->n--;
+	srq_limit_check(srq);
 	wc.wr_id = r->wr_id;
 	if (wimm) {
 		if (s->len)
@@ -1786,6 +2015,21 @@ int xm_tgt_state(struct ibv_qp *ini)
 	return t ? (int)t->state : -1;
 }
 
+struct ibv_srq *xm_ep_srq(const struct ofx_ep *ep)
+{
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_SRQ)
+		if (srq_at(pos)->fs.srq.srq_context == &ep->obj)
+			return &srq_at(pos)->fs.srq;
+	return NULL;
+}
+
+int xm_srq_posted(struct ibv_srq *srq)
+{
+	return container_of(srq, struct xm_srq, fs.srq)->n;
+}
+
 int xm_tgt_max_dest_rd_atomic(int node)
 {
 	for (int i = 0; i < XM_MAX_OBJS; i++)
@@ -1869,6 +2113,26 @@ static struct xm_proc *proc_at(const struct sockaddr_in *a, uint16_t port)
 	return NULL;
 }
 
+/*
+ * The progress thread's fence timer (xrc.c) drains a connection's request
+ * EVD, which nobody may be polling: each EP's, the consumer's own too.
+ */
+static bool req_evds_drain(struct xm_proc *p)
+{
+	struct ofx_list *pos, *tmp;
+	bool any = p->req_evd && ofx_evd_drain_cq(p->req_evd) > 0;
+
+	ofx_list_for_each_safe(pos, tmp, &p->ia.objects) {
+		struct ofx_obj *obj = container_of(pos, struct ofx_obj, ia_link);
+		struct ofx_ep *ep = container_of(obj, struct ofx_ep, obj);
+
+		if (obj->type == OFX_OBJ_EP && ep->req_evd && ep->req_evd != p->req_evd &&
+		    ofx_evd_drain_cq(ep->req_evd) > 0)
+			any = true;
+	}
+	return any;
+}
+
 void xm_pump(void)
 {
 	bool busy = true;
@@ -1891,16 +2155,11 @@ void xm_pump(void)
 		}
 		if (cm_pump(true))
 			busy = true;
-		for (int i = 0; i < nprocs; i++) {
-			struct xm_proc *p = procs[i];
-
-			if (!p || p->dead)
-				continue;
-			if (p->req_evd && ofx_evd_drain_cq(p->req_evd) > 0)
+		for (int i = 0; i < nprocs; i++)
+			if (procs[i] && !procs[i]->dead && req_evds_drain(procs[i]))
 				busy = true;
-		}
-		/* a drain may have sent a control message (the DISC after a fence) */
-		if (nctl || cm_pump(false))
+		/* the async thread; then a drain may have sent a control message */
+		if (async_pump() || nctl || cm_pump(false))
 			busy = true;
 	}
 }
@@ -1919,6 +2178,8 @@ void xm_init(void)
 	ops->create_srq_ex = m_create_srq_ex;
 	ops->get_srq_num = m_get_srq_num;
 	ops->post_srq_recv = m_post_srq_recv;
+	ops->modify_srq = m_modify_srq;
+	ops->destroy_srq = m_destroy_srq;
 	ops->create_qp_ex = m_create_qp_ex;
 	ops->open_qp = m_open_qp;
 	ops->modify_qp = m_modify_qp;
@@ -1945,7 +2206,9 @@ void xm_init(void)
 	memset(tgts, 0, sizeof(tgts));
 	memset(domains, 0, sizeof(domains));
 	rc_recvs = 0;
-	xm_device = &xm_dev_toy;
+	nasync = 0;
+	memset(async_delivered, 0, sizeof(async_delivered));
+	xm_device = xm_profile;
 	nprocs = nctl = 0;
 	xm_rnr_limited = false;
 	xm_autopump = true;
@@ -2003,6 +2266,7 @@ int xm_proc_try_open(int node, const char *xrcd, bool foreign, struct xm_proc **
 	ia->dev_attr.max_qp_rd_atom = p->dev->max_qp_rd_atom;
 	ia->dev_attr.max_qp_init_rd_atom = p->dev->max_qp_init_rd_atom;
 	ia->dev_attr.atomic_cap = IBV_ATOMIC_HCA;
+	ia->dev_attr.max_cqe = XM_CQ_DEPTH;	/* what the model's CQs hold */
 	ia->port_attr.max_msg_sz = 1u << 30;
 	ia->verbs = &p->ctx;
 	ia->xrc = true;
@@ -2056,6 +2320,11 @@ static void proc_forget(struct xm_proc *p)
 		if (ctlq[i].from != p)
 			ctlq[k++] = ctlq[i];
 	nctl = k;
+	k = 0;
+	for (int i = 0; i < nasync; i++)
+		if (asyncq[i].p != p)
+			asyncq[k++] = asyncq[i];
+	nasync = k;
 }
 
 void xm_proc_close(struct xm_proc *p)
@@ -2156,7 +2425,7 @@ struct xm_proc *xm_proc_of(const struct ofx_ep *ep)
 	return proc_of_ia(ep->obj.ia);
 }
 
-struct ofx_ep *xm_ep_new(struct xm_proc *p)
+struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads)
 {
 	DAT_EP_ATTR a;
 	DAT_EP_HANDLE h = NULL;
@@ -2166,7 +2435,9 @@ struct ofx_ep *xm_ep_new(struct xm_proc *p)
 	a.max_recv_dtos = 8;
 	a.max_request_dtos = 16;
 	a.max_recv_iov = 1;
-	a.max_request_iov = 1;
+	a.max_request_iov = iov;
+	a.max_rdma_read_in = reads;
+	a.max_rdma_read_out = reads;
 	a.max_message_size = 1u << 20;
 	a.max_rdma_size = 1u << 20;
 	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&p->ia, &p->pz, p->recv_evd, p->req_evd, p->conn_evd,
@@ -2174,6 +2445,11 @@ struct ofx_ep *xm_ep_new(struct xm_proc *p)
 			      DAT_SUCCESS);
 	CU_ASSERT_PTR_NOT_NULL_FATAL(((struct ofx_ep *)h)->xrc);
 	return h;
+}
+
+struct ofx_ep *xm_ep_new(struct xm_proc *p)
+{
+	return xm_ep_with(p, 1, 0);
 }
 
 void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct ofx_ep *eb,

@@ -58,14 +58,24 @@
 struct xm_device {
 	const char *name;
 	int max_qp_wr, max_sge, max_qp_rd_atom, max_qp_init_rd_atom, max_srq_wr, max_srq_sge;
-	int max_wqe;			/* mlx5: max_sq_desc_sz */
+	int max_wqe;			/* mlx5: max_sq_desc_sz; mlx4: its power of two */
 	int (*sq_check)(const struct xm_device *d, enum ibv_qp_type type, struct ibv_qp_cap *cap);
 };
 
 /* toy: small plain limits (the default); mlx5 and mlx4 (ConnectX-4+, -3) */
 extern const struct xm_device xm_dev_toy, xm_dev_mlx5, xm_dev_mlx4;
-/* The profile of processes opened from now on (xm_init: toy). */
+/* The profile of processes opened from now on (xm_init: xm_profile). */
 extern const struct xm_device *xm_device;
+/*
+ * The profile a suite runs under: run_unit registers each XRC suite once
+ * per profile, with these as the CUnit suite init (and xm_profile_toy as
+ * its cleanup).  A scenario about one device's limits sets xm_device after
+ * xm_init.
+ */
+extern const struct xm_device *xm_profile;
+int xm_profile_toy(void);
+int xm_profile_mlx5(void);
+int xm_profile_mlx4(void);
 
 struct xm_proc {
 	struct ibv_context ctx;		/* ia.verbs points here */
@@ -138,7 +148,9 @@ void xm_proc_close(struct xm_proc *p);
 /* The process dies: its SRQs and QPs vanish, nothing is said to peers. */
 void xm_proc_kill(struct xm_proc *p);
 
-struct ofx_ep *xm_ep_new(struct xm_proc *p);
+/* An EP of `p` on its EVDs: 8 receives, 16 requests of `iov` segments, `reads` each way. */
+struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads);
+struct ofx_ep *xm_ep_new(struct xm_proc *p);	/* 1 segment, no reads */
 /*
  * The lkey (and with xm_rkey the rkey) of an LMR of `p`'s PZ over [addr,
  * addr + len) with every privilege (remote atomics too), registered on first use: the model
@@ -179,6 +191,23 @@ int xm_tgt_state(struct ibv_qp *ini);
 /* Read depths set by modify_qp: an INI's max_rd_atomic, a TGT's max_dest_rd_atomic. */
 int xm_qp_max_rd_atomic(struct ibv_qp *qp);
 int xm_tgt_max_dest_rd_atomic(int node);
+
+/*
+ * Async events the model raises itself, as mlx5 and the kernel do: a TGT
+ * entering the error state (a NAK, or modify_qp through any handle)
+ * reports IBV_EVENT_QP_LAST_WQE_REACHED on every handle of it, each to its
+ * process; an XRC SRQ whose limit is armed (ibv_modify_srq IBV_SRQ_LIMIT,
+ * below max_wr; IBV_SRQ_MAX_WR is refused, mlx5 does not resize) reports
+ * IBV_EVENT_SRQ_LIMIT_REACHED once when its receives fall below the limit,
+ * and is disarmed.  They wait for xm_pump (the async thread), or for the
+ * destroy of their QP or SRQ, which runs the handler first (libibverbs
+ * waits for the acknowledgement).  xm_async_events: how many of `type`
+ * reached a handler so far.
+ */
+int xm_async_events(enum ibv_event_type type);
+/* The XRC SRQ of an EP's connection (NULL if none) and the receives it holds. */
+struct ibv_srq *xm_ep_srq(const struct ofx_ep *ep);
+int xm_srq_posted(struct ibv_srq *srq);
 
 /*
  * The device reports `type` for `qp` on `p`'s async fd (ia.c's handler).
