@@ -485,6 +485,29 @@ static void tgt_free(struct ofx_xrc_tgtqp *t)
 	free(t);
 }
 
+void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_tgtqp *gone = NULL;
+	struct ofx_list *pos, *tmp;
+
+	pthread_mutex_lock(&x->lock);
+	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
+		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
+
+		/* no EP can hold it: its number never reached the sender */
+		if (t->qpn == qpn && t->created && t->refs == 0) {
+			tgt_unlink(x, t);
+			gone = t;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (gone)
+		ofx_dbg("tgt qp 0x%x: its ini request was not answered", qpn);
+	tgt_free(gone);
+}
+
 /* No lock held.  The INI QP is in no table any more. */
 static void ini_free(struct ofx_xrc_ia *x, struct ofx_xrc_ini *ini)
 {
@@ -1720,9 +1743,14 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
  */
 static void ctl_on_ini_close(struct ofx_xrc_ia *x, const struct xrc_ctl *c)
 {
-	struct ofx_xrc_tgtqp *gone = NULL;
-	struct ofx_list *pos, *tmp;
+	struct ofx_list gone, *pos, *tmp;
 
+	/*
+	 * Every TGT made for that INI QP: a request tried again (its answer
+	 * lost, or our accept failed) made one per try, and only the one
+	 * answered last is the INI-CLOSE's tgt.
+	 */
+	ofx_list_init(&gone);
 	pthread_mutex_lock(&x->lock);
 	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
 		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
@@ -1733,14 +1761,17 @@ static void ctl_on_ini_close(struct ofx_xrc_ia *x, const struct xrc_ctl *c)
 		t->ini_open = false;
 		if (t->refs == 0) {
 			tgt_unlink(x, t);
-			gone = t;
+			ofx_list_add_tail(&gone, &t->link);
 		}
-		break;
 	}
 	pthread_mutex_unlock(&x->lock);
-	if (gone)
-		ofx_dbg("tgt qp 0x%x: its ini qp 0x%x is gone", gone->qpn, c->srqn_from);
-	tgt_free(gone);
+	ofx_list_for_each_safe(pos, tmp, &gone) {
+		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
+
+		ofx_dbg("tgt qp 0x%x: its ini qp 0x%x is gone", t->qpn, c->srqn_from);
+		ofx_list_del(pos);
+		tgt_free(t);
+	}
 }
 
 /* Owner lock held (P): the active side's CONFIRM. */

@@ -212,7 +212,8 @@ struct ofx_evd;
  * says the sender destroyed that INI QP (sent once its last EP went, not
  * to a peer that never answered the INI request); the answer carries
  * nothing.  CONFIRM, BIND, DISC and INI-CLOSE are idempotent; a repeated
- * INI makes a further TGT QP (held like the first).
+ * INI makes a further TGT QP (held like the first: INI-CLOSE
+ * releases every TGT made for that INI QP).
  *
  * 7. Lifetimes.
  *    - INI QP: reference counted by the EPs bound to it or waiting for it;
@@ -292,7 +293,8 @@ struct ofx_evd;
  *    the INI-ACK, qp_num = T and responder_resources = the INI's initiator
  *    depth (the event's responder_resources, rdma_get_cm_event(3)) at most
  *    its max_qp_rd_atom, which becomes the INI's max_rd_atomic; a REFUSED
- *    INI-ACK goes in a REJ instead.  On the REP
+ *    INI-ACK goes in a REJ instead (also when the TGT cannot reach RTR),
+ *    and a TGT whose accept fails is destroyed at once.  On the REP
  *    the sender moves the INI QP to RTR and RTS (if that fails the request
  *    has no answer), sends the RTU (rdma_establish) and destroys its id;
  *    the receiver destroys its id at ESTABLISHED (or an error).  The QPs
@@ -379,6 +381,12 @@ void ofx_xrc_set_transport(struct ofx_ia *ia, const struct ofx_xrc_transport *tp
 void *ofx_xrc_transport_ctx(const struct ofx_ia *ia);
 /* A TGT QP this IA created for an INI request (the carrier moves it). */
 struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn);
+/*
+ * The carrier could not give that TGT's number to the sender (moving the
+ * TGT or accepting the INI connection failed): the TGT goes at once, since
+ * no INI-CLOSE will ever name it.  No lock held.
+ */
+void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn);
 /*
  * At debug level: one line with what ibv_query_qp reports of an INI ("ini")
  * or TGT ("tgt") QP that just became ready, e.g.

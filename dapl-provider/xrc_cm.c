@@ -394,6 +394,11 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 	tgt_qpn = ntohl(tgt_qpn);
 	tgt = answer[26] == 1 ? ofx_xrc_tgt_qp(ia, tgt_qpn) : NULL;
 	if (!tgt || qp_move(ia, id, tgt, IBV_QPS_INIT) || qp_move(ia, id, tgt, IBV_QPS_RTR)) {
+		if (tgt) {
+			/* the answer said OK: it refuses now, and the TGT goes */
+			answer[26] = 2;
+			ofx_xrc_tgt_drop(ia, tgt_qpn);
+		}
 		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
 		return;
 	}
@@ -409,7 +414,9 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 	param.initiator_depth = depth_min(ia->dev_attr.max_qp_init_rd_atom,
 					  ev->param.conn.initiator_depth);
 	if (ofx_verbs->accept(id, &param)) {
+		/* the sender tries again (a new TGT) or gives up: this one is nobody's */
 		ofx_warn("xrc ini accept, tgt qp 0x%x: %m", tgt_qpn);
+		ofx_xrc_tgt_drop(ia, tgt_qpn);
 		return;
 	}
 	*destroy_p = NULL; /* until ESTABLISHED */

@@ -1879,6 +1879,66 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	teardown(2);
 }
 
+#define N_RETRY_CHURN 20
+
+/*
+ * D10: the same churn over the rdma_cm carrier, where every INI request
+ * needs a second try: on odd cycles the first accept fails (the TGT made
+ * for it never reached the sender), on even ones its REP is lost (the
+ * sender asks again while the first TGT is in RTR).  Every TGT made for a
+ * cycle's INI QPs goes with them: the count returns to 0 each time.
+ */
+static void test_ini_retries_under_churn_leave_no_tgt(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea, &b, &eb);
+	for (int i = 0; i < N_RETRY_CHURN; i++) {
+		/* A's INI request (the first of the cycle) fails its first try */
+		if (i % 2)
+			xm_ini_accept_failures = 1;
+		else
+			xm_ini_reps_lost = 1;
+		pair(a, ea, b, eb, 1);
+		CU_ASSERT_EQUAL(xm_ini_accept_failures + xm_ini_reps_lost, 0);
+		CU_ASSERT_EQUAL(stats(b).tgt_created, 2ul * (i + 1));
+		CU_ASSERT_EQUAL(stats(a).tgt_created, (unsigned long)i + 1);
+		CU_ASSERT_EQUAL(send_msg(ea, "again", 1), DAT_SUCCESS);
+		expect_recv(b, eb, 2000, "again");
+		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+		xm_pump();
+		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+		expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
+		xm_pump();
+		expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+		CU_ASSERT_EQUAL(stats(a).tgt_handles + stats(b).tgt_handles, 0);
+		drain_sends(a);
+		drain_sends(b);
+	}
+	CU_ASSERT_EQUAL(stats(a).ini_created, N_RETRY_CHURN);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost + stats(b).ctl_lost, 0);
+
+	/* every try's accept fails: no INI-CLOSE will come, B keeps no TGT anyway */
+	xm_ini_accept_failures = OFX_XRC_CTL_TRIES;
+	post_recv(eb, 2001);
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, 2ul * N_RETRY_CHURN + OFX_XRC_CTL_TRIES);
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+	/* A presumes B gone and says nothing: B's EP waits until its consumer ends it */
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(eb, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	teardown(2);
+}
+
 #define N_EPS 6
 
 /* A message each way over a connected pair, into receives `ck_a` and `ck_b`. */
@@ -3352,6 +3412,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rc_qp_only_for_a_connection_over_rc },
 	{ "48-byte request (dtest) and the largest accept run over xrc",
 	  test_48_byte_request_and_largest_accept_run_over_xrc },
+	{ "ini requests tried again under churn leave no tgt behind",
+	  test_ini_retries_under_churn_leave_no_tgt },
 	{ "connect/disconnect churn keeps the tgt count bounded",
 	  test_connect_disconnect_churn_keeps_the_tgt_count_bounded },
 	{ "tgt creator killed, 2a: the tgt stays, traffic goes on, no tgt leaks",

@@ -118,6 +118,13 @@ extern bool xm_use_cm;
  * the same address.
  */
 extern int xm_route_errors;
+/*
+ * The next that many INI connections (RDMA_PS_IB) under xm_use_cm: their
+ * rdma_accept fails (EINVAL; the id's destroy then REJects the REQ), or
+ * their REP is lost (both ends get UNREACHABLE, -ETIMEDOUT, once the
+ * acceptor made its TGT).  Either way the sender tries again.
+ */
+extern int xm_ini_accept_failures, xm_ini_reps_lost;
 void xm_node_renumber(int node);
 void xm_node_replace(int node);
 
