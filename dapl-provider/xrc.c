@@ -2614,3 +2614,54 @@ bool ofx_xrc_qp_event(struct ofx_ia *ia, const struct ibv_async_event *ev)
 	free(broken);
 	return true;
 }
+
+/* xrc->lock held.  The connection whose current SRQ `srq` is, if any. */
+static struct ofx_xrc_conn *conn_of_srq(struct ofx_xrc_ia *x, const struct ibv_srq *srq)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, &x->eps) {
+		struct ofx_xrc_conn *o = container_of(pos, struct ofx_xrc_conn, link);
+
+		if (o->srq == srq)
+			return o;
+	}
+	return NULL;
+}
+
+bool ofx_xrc_owns_srq(struct ofx_ia *ia, const struct ibv_srq *srq)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	bool owned;
+
+	if (!x)
+		return false;
+	pthread_mutex_lock(&x->lock);
+	owned = conn_of_srq(x, srq) != NULL;
+	pthread_mutex_unlock(&x->lock);
+	return owned;
+}
+
+bool ofx_xrc_srq_event(struct ofx_ia *ia, const struct ibv_async_event *ev)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_conn *xe;
+
+	if (!x)
+		return false;
+	pthread_mutex_lock(&x->lock);
+	xe = conn_of_srq(x, ev->element.srq);
+	if (xe)
+		atomic_fetch_add(&xe->busy, 1);
+	pthread_mutex_unlock(&x->lock);
+	if (!xe)
+		return false;
+	/*
+	 * Its receives are lost, and a peer sending to it would take its own
+	 * shared INI QP to error: the peer is told as for a receive error.
+	 */
+	ofx_warn("%s on xrc srq 0x%x: its ep is broken", ibv_event_type_str(ev->event_type),
+		 xe->srqn);
+	eps_break(&xe, 1, true);
+	return true;
+}

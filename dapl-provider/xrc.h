@@ -553,5 +553,15 @@ bool ofx_xrc_conn_completion(struct ofx_xrc_conn *conn, const struct ibv_wc *wc,
  */
 bool ofx_xrc_owns_qp(struct ofx_ia *ia, const struct ibv_qp *qp);
 bool ofx_xrc_qp_event(struct ofx_ia *ia, const struct ibv_async_event *ev);
+/*
+ * SRQ_ERR on an XRC SRQ, whose srq_context is the owner's object (not a
+ * DAT SRQ).  ofx_xrc_owns_srq: `srq` is the SRQ of a connection of this
+ * IA.  ofx_xrc_srq_event: false if it is not; else that connection breaks
+ * as on an INI QP's QP_FATAL (BROKEN, DAT_ASYNC_ERROR_EP_BROKEN, and a DISC
+ * with aux 1: its peer sends nothing more to it).  Async handler, no lock
+ * held.
+ */
+bool ofx_xrc_owns_srq(struct ofx_ia *ia, const struct ibv_srq *srq);
+bool ofx_xrc_srq_event(struct ofx_ia *ia, const struct ibv_async_event *ev);
 
 #endif

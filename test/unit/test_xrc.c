@@ -1639,6 +1639,50 @@ static void test_async_events_on_an_ini_qp(void)
 	teardown(2);
 }
 
+/*
+ * D11: SRQ_ERR on the XRC SRQ of e1's connection (its srq_context is the
+ * EP, not a DAT SRQ): the IA's async EVD gets DAT_ASYNC_ERROR_EP_BROKEN for
+ * e1, e1's connection breaks and its peer is told, and e2, which shares
+ * e1's INI QP both ways, keeps working.
+ */
+static void test_srq_error_on_an_xrc_srq_breaks_its_ep_alone(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	struct ibv_srq *srq;
+	DAT_EVENT ev;
+
+	setup(2);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
+	srq = xm_ep_srq(e1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srq);
+	CU_ASSERT_PTR_NOT_EQUAL(srq, xm_ep_srq(e2));
+	xm_async_srq_event(a, srq, IBV_EVENT_SRQ_ERR);
+
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(a->ia.async_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, a->ia.async_evd);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.asynch_error_event_data.dat_handle, e1);
+	expect_empty(a->ia.async_evd);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
+	xm_pump();
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	expect_empty(b->ia.async_evd);
+
+	/* the shared INI QPs are intact */
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e2, "still there", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "and back", 2), DAT_SUCCESS);
+	expect_recv(b, f2, 2000, "still there");
+	expect_recv(a, e2, 1000, "and back");
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	teardown(2);
+}
+
 /* ---- issue 14: completions, teardown and lifetimes as on mlx5 ------------ */
 
 /*
@@ -3396,6 +3440,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rc_accept_grants_the_depths_the_peer_asked },
 	{ "rmr bind on an xrc connection is refused", test_rmr_bind_on_an_xrc_connection_is_refused },
 	{ "async events on an ini qp", test_async_events_on_an_ini_qp },
+	{ "srq error on an xrc srq breaks its ep alone, on the async evd too",
+	  test_srq_error_on_an_xrc_srq_breaks_its_ep_alone },
 	{ "srq destroy with unpolled receives spares other eps' completions",
 	  test_srq_destroy_with_unpolled_receives_spares_other_eps },
 	{ "broken shared ini qp flushes every ep's dtos",

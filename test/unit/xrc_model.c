@@ -1833,6 +1833,23 @@ void xm_async_qp_event(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type
 	ofx_ia_async_event(&p->ia, &ev);
 }
 
+struct ibv_srq *xm_ep_srq(const struct ofx_ep *ep)
+{
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_SRQ)
+		if (srq_at(pos)->fs.srq.srq_context == &ep->obj)
+			return &srq_at(pos)->fs.srq;
+	return NULL;
+}
+
+void xm_async_srq_event(struct xm_proc *p, struct ibv_srq *srq, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = { .element.srq = srq, .event_type = type };
+
+	ofx_ia_async_event(&p->ia, &ev);
+}
+
 struct rdma_cm_id *xm_cm_request(struct xm_proc *from, struct xm_proc *to,
 				 const struct rdma_conn_param *req, struct rdma_cm_id **active_p,
 				 struct rdma_conn_param *ev_p)

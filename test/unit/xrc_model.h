@@ -192,6 +192,10 @@ int xm_tgt_max_dest_rd_atomic(int node);
  * QP_FATAL first moves the QP to error and flushes what it holds.
  */
 void xm_async_qp_event(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type);
+/* The live XRC SRQ of `ep`'s connection (its srq_context is the EP), or NULL. */
+struct ibv_srq *xm_ep_srq(const struct ofx_ep *ep);
+/* The device reports `type` (SRQ_ERR, SRQ_LIMIT_REACHED) for `srq` on `p`'s async fd. */
+void xm_async_srq_event(struct xm_proc *p, struct ibv_srq *srq, enum ibv_event_type type);
 /*
  * The device reports `type` for `qp` and the async thread has not run the
  * handler yet: ibv_destroy_qp of `qp` then waits until it has (the model
