@@ -171,6 +171,8 @@ struct ofx_xrc_conn {
 	uint32_t ini_wr;		/* of ini->wr_used, this connection's */
 	struct ofx_xrc_tgtqp *tgt;	/* the peer's TGT handle held (2a) */
 	bool ack_ok;			/* active: CONFIRM-ACK said OK */
+	bool ini_retried;		/* the peer refused our TGT once: a fresh INI QP was tried */
+	bool tgt_refused;		/* we refused the peer's TGT once: it tries once more */
 	bool bound;			/* active: BIND arrived and verified */
 	bool peer_disc;			/* the peer's DISC arrived (or it is gone) */
 	bool peer_gone;			/* the peer cannot be told any more */
@@ -1239,6 +1241,53 @@ static void ini_refused(struct ofx_xrc_ia *x, struct ofx_xrc_conn *xe)
 
 /* ---- connection state --------------------------------------------------- */
 
+static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_conn *xe);
+static void conn_fail(struct ofx_xrc_conn *xe);
+static void conn_fail_tell(struct ofx_xrc_conn *xe);
+
+/*
+ * Owner lock held.  The peer refused the TGT behind our INI QP (ini_refused
+ * made it DEAD): the connection goes once more over a fresh INI QP, its
+ * CONFIRM or BIND sent when that is READY; the peer waits for it once.
+ * False if it did already: the caller fails the connection.
+ */
+static bool conn_retry_ini(struct ofx_xrc_conn *xe)
+{
+	struct ofx_ia *ia = xe->ia;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	int ret;
+
+	if (xe->ini_retried)
+		return false;
+	xe->ini_retried = true;
+	pthread_mutex_lock(&x->lock);
+	ini_put(x, xe);
+	xe->state = xe->active ? XC_A_INI_WAIT : XC_P_INI_WAIT;
+	ret = ini_get(ia, xe);
+	if (!ret && xe->ini->state == INI_READY)
+		ret = conn_ini_ready(ia, xe);
+	pthread_mutex_unlock(&x->lock);
+	ofx_dbg("xrc conn %p: tgt refused, again over a fresh ini qp: %s", (void *)xe,
+		ret ? strerror(-ret) : "sent");
+	if (ret)
+		conn_fail_tell(xe);
+	return true;
+}
+
+/*
+ * Owner lock held.  We refused the TGT of the peer's CONFIRM or BIND: the
+ * first time the connection waits for the peer to try once more over a
+ * fresh INI QP (conn_retry_ini), the second it fails.
+ */
+static void conn_tgt_refused(struct ofx_xrc_conn *xe)
+{
+	if (!xe->tgt_refused) {
+		xe->tgt_refused = true;
+		return;
+	}
+	conn_fail(xe);
+}
+
 /* Owner lock and xrc->lock held.  Sends CONFIRM (active) or BIND (passive). */
 static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_conn *xe)
 {
@@ -1520,6 +1569,7 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params
 	xe->active = true;
 	xe->state = XC_OFFERED;
 	xe->event_posted = xe->established = false;
+	xe->ini_retried = xe->tgt_refused = false;
 	return n;
 }
 
@@ -1605,6 +1655,7 @@ int ofx_xrc_conn_accept_begin(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn
 	}
 	xe->active = false;
 	xe->event_posted = xe->established = false;
+	xe->ini_retried = xe->tgt_refused = false;
 	xe->peer_srqn = 0;	/* A names it in its CONFIRM (step 3) */
 	xe->peer_srqn_known = false;
 	xe->peer_addr = *peer;
@@ -1789,7 +1840,7 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const str
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	if (a->verdict != XRC_V_OK) {
 		pthread_mutex_unlock(&x->lock);
-		conn_fail(xe);
+		conn_tgt_refused(xe);
 		return;
 	}
 	xe->conn_id = c->conn_id;
@@ -1826,7 +1877,7 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const struct
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	pthread_mutex_unlock(&x->lock);
 	if (a->verdict != XRC_V_OK) {
-		conn_fail(xe);
+		conn_tgt_refused(xe);
 		return;
 	}
 	xe->bound = true;
@@ -2046,9 +2097,13 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	case OFX_XRC_OP_CONFIRM:
 		if (xe->state != XC_A_CONFIRM_SENT)
 			break;
+		if (have && a.status == XRC_S_OK && a.verdict == XRC_V_REFUSED) {
+			ini_refused(x, xe);
+			if (!conn_retry_ini(xe))
+				conn_fail(xe);
+			break;
+		}
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
-			if (have && a.verdict == XRC_V_REFUSED)
-				ini_refused(x, xe);
 			conn_fail(xe);
 			break;
 		}
@@ -2059,12 +2114,15 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	case OFX_XRC_OP_BIND:
 		if (xe->state != XC_P_BIND_SENT)
 			break;
-		if (have && a.verdict == XRC_V_REFUSED)
+		if (have && a.status == XRC_S_OK && a.verdict == XRC_V_REFUSED) {
 			ini_refused(x, xe);
-		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK)
+			if (!conn_retry_ini(xe))
+				conn_fail(xe);
+		} else if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
 			conn_fail(xe);
-		else
+		} else {
 			conn_established(xe);
+		}
 		break;
 	case OFX_XRC_OP_DISC:
 		/* no answer: the peer is presumed gone */

@@ -110,13 +110,16 @@ struct ofx_evd;
  *    verdict (OK; REFUSED: T_A is not in P's domain; FAILED: T_A is fine
  *    but P cannot go on, having no INI QP of its own to A; P's EP fails on
  *    either), or status UNKNOWN if it has no EP waiting for that srqn pair.
- *    A fails its EP on anything but OK; only REFUSED also condemns its INI
- *    QP (section 7).  A connection that fails before it is established reports
+ *    A fails its EP on anything but OK, except once on REFUSED: that
+ *    condemns its INI QP (section 7), and A sends CONFIRM again (same
+ *    conn_id and srqns) over a fresh INI QP; P, having refused, waits
+ *    for that one CONFIRM, and fails on a second refusal as A does.  A connection that fails before it is established reports
  *    NON_PEER_REJECTED on A and ACCEPT_COMPLETION_ERROR on P.
  *
  * 4. BIND.  After an OK CONFIRM, P gets an INI QP for A's key in the same
  *    way and, once it is READY, sends BIND {conn_id, srqns, tgt: T_P}.  A
- *    verifies T_P in the same way and answers BIND-ACK with its verdict.
+ *    verifies T_P in the same way and answers BIND-ACK with its verdict
+ *    (REFUSED: P binds again once over a fresh INI QP, as A in step 3).
  *    A becomes CONNECTED (ESTABLISHED with the accept data) when its
  *    CONFIRM-ACK said OK and it verified T_P; P becomes CONNECTED
  *    (ESTABLISHED) when BIND-ACK says OK.  So no side sends to the peer's

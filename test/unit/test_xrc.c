@@ -1799,8 +1799,9 @@ static void test_ini_qp_destroy_waits_for_its_async_event_without_the_lock(void)
 
 /*
  * Under 2b the TGT behind A's INI QP dies with B1 while B2's EP keeps the
- * INI QP: B2 refuses that TGT for the next EP, and the one after must get
- * a new INI QP rather than the same refusal.
+ * INI QP: B2 refuses that TGT for the next EP, which (D9a) connects on a
+ * fresh INI QP instead of failing, and the one after takes that INI QP
+ * rather than the same refusal.
  */
 static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 {
@@ -1820,13 +1821,48 @@ static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
 
 	e3 = xm_ep_new(a);
 	f3 = xm_ep_new(b2);
-	xm_connect(a, e3, b2, f3, NULL, 0, NULL, 0);
-	expect_conn(a, e3, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
-	expect_conn(b2, f3, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	pair(a, e3, b2, f3, 1);
 	CU_ASSERT_EQUAL(stats(b2).refused, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
+	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);
+	CU_ASSERT_EQUAL(send_msg(e3, "retried", 1), DAT_SUCCESS);
+	expect_recv(b2, f3, 2000, "retried");
+	CU_ASSERT_EQUAL(send_msg(f3, "back", 2), DAT_SUCCESS);
+	expect_recv(a, e3, 1000, "back");
 
 	pair_over_new_ini(a, b2, 2);
 	/* the DEAD INI QP stays with e2 until e2 goes; the new one has its TGT */
+	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
+	teardown(2);
+}
+
+/*
+ * D9a, the BIND direction: the same dead TGT behind A's INI QP, but A is
+ * the passive side of the next connection (B2 connects): B2 refuses A's
+ * BIND, A binds again over a fresh INI QP and both sides connect.
+ */
+static void test_refused_bind_is_sent_again_over_a_fresh_ini(void)
+{
+	struct xm_proc *a, *b1, *b2;
+	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+
+	setup(2);
+	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	xm_proc_close(b1);
+	e3 = xm_ep_new(a);
+	f3 = xm_ep_new(b2);
+	pair(b2, f3, a, e3, 1);
+	CU_ASSERT_EQUAL(stats(b2).refused, 1);
+	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
+	CU_ASSERT_EQUAL(send_msg(e3, "bound again", 1), DAT_SUCCESS);
+	expect_recv(b2, f3, 1000, "bound again");
+	CU_ASSERT_EQUAL(send_msg(f3, "back", 2), DAT_SUCCESS);
+	expect_recv(a, e3, 2000, "back");
+	/* e2 still holds the DEAD INI QP */
 	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
 	teardown(2);
 }
@@ -3450,6 +3486,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_ini_qp_destroy_waits_for_its_async_event_without_the_lock },
 	{ "refused tgt check marks the ini qp dead, the next ep rebuilds it",
 	  test_refused_tgt_check_marks_the_ini_dead_and_rebuilds },
+	{ "refused bind is sent again over a fresh ini qp",
+	  test_refused_bind_is_sent_again_over_a_fresh_ini },
 	{ "broken connection tells the peer, which fences nothing to it",
 	  test_broken_connection_tells_the_peer },
 	{ "xrc eps own no rc qp: one ini qp per process and remote node",
