@@ -225,11 +225,12 @@ bool ofx_xrc_accept(struct ofx_ep *ep, const struct ofx_conn_req *req, const voi
 
 	if (!xe)
 		return false;
+	ep_xrc_params(ep, &params);
 	if (ep->csp || !req->has_hdr || !(req->hdr.flags & OFX_PDATA_F_XRC) ||
-	    (req->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX)
+	    (req->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX ||
+	    !ofx_xrc_conn_fits(xe, &params))
 		return accept_rc(ep, ret_p);
 	ofx_ep_qp_close(ep); /* a connect that failed before its REQ left one */
-	ep_xrc_params(ep, &params);
 	ret = ofx_xrc_conn_accept_begin(xe, &params, &req->remote_addr);
 	if (ret)
 		goto out;

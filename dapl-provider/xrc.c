@@ -130,6 +130,8 @@ struct ofx_xrc_ia {
 	 */
 	pthread_mutex_t reap_lock;
 	uint32_t next_id;
+	/* request SGEs an INI QP was (ok) and was not (bad, 0: none yet) made with */
+	uint32_t ini_sge_ok, ini_sge_bad;
 	struct ofx_xrc_stats stats;
 };
 
@@ -1024,6 +1026,62 @@ err:
 }
 
 /*
+ * Owner lock held, not xrc->lock (a probe QP is destroyed).  Whether the
+ * device makes an INI QP with the request SGEs of `p` at all: mlx5 holds
+ * fewer in an XRC_SEND WQE than in an RC one (19 against 20), and no verb
+ * says how many, so the first EP asking for more than every INI QP so far
+ * probes a QP with that many (and the fewest WRs); the answer is kept.
+ * An error other than the sizing ones says nothing: the INI QP's own
+ * creation reports it.
+ */
+static bool ini_sge_fits(struct ofx_ia *ia, const struct ofx_xrc_conn_params *p)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ibv_qp_init_attr_ex init = {
+		.send_cq = ofx_evd_qp_cq(ia, p->req_evd),
+		.qp_type = IBV_QPT_XRC_SEND,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = p->pd,
+		.cap = { .max_send_wr = 2, .max_send_sge = p->send_sge },
+	};
+	uint32_t ok, bad;
+	struct ibv_qp *qp;
+	int err;
+
+	pthread_mutex_lock(&x->lock);
+	ok = x->ini_sge_ok;
+	bad = x->ini_sge_bad;
+	pthread_mutex_unlock(&x->lock);
+	if (p->send_sge <= XRC_INI_MIN_SGE || p->send_sge <= ok)
+		return true;
+	if (bad && p->send_sge >= bad)
+		return false;
+	errno = 0;
+	qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
+	err = errno;
+	if (qp && ofx_verbs->destroy_qp(qp))
+		ofx_warn("destroy probe xrc ini qp 0x%x: %m", qp->qp_num);
+	if (!qp && err != EINVAL && err != ENOMEM)
+		return true;
+	pthread_mutex_lock(&x->lock);
+	if (qp && p->send_sge > x->ini_sge_ok)
+		x->ini_sge_ok = p->send_sge;
+	else if (!qp && (!x->ini_sge_bad || p->send_sge < x->ini_sge_bad))
+		x->ini_sge_bad = p->send_sge;
+	pthread_mutex_unlock(&x->lock);
+	return qp != NULL;
+}
+
+bool ofx_xrc_conn_fits(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params *params)
+{
+	if (ini_sge_fits(xe->ia, params))
+		return true;
+	ofx_dbg("xrc: %u request sges do not fit an ini qp on %s: the connection runs over rc",
+		params->send_sge, ibv_get_device_name(xe->ia->verbs->device));
+	return false;
+}
+
+/*
  * The attributes the kernel requires of an XRC QP at each transition (an
  * INI takes access flags at RESET->INIT although it has no responder).  A
  * device carrier gets them from rdma_init_qp_attr (xrc_cm.c); the model
@@ -1553,7 +1611,7 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params
 	int n, ret;
 
 	/* the offer is the base trailer alone: every size RC sends with one */
-	if (pdata_len > XRC_REQ_AREA - OFX_PDATA_HDR_LEN)
+	if (pdata_len > XRC_REQ_AREA - OFX_PDATA_HDR_LEN || !ofx_xrc_conn_fits(xe, params))
 		return 0;
 	xrc_srq_close(xe); /* an earlier offer whose connect never started */
 	srq_drop_retired(xe);

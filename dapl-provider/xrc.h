@@ -73,8 +73,9 @@ struct ofx_evd;
  *    leaves room for our trailer in the 56-byte REQ area (up to 48 bytes,
  *    what dtest and dtestcm send) can be offered; A's srqn travels in its
  *    CONFIRM (step 3).  No offer is made (plain RC) when the consumer's
- *    bytes leave no room for the trailer (more than 48 bytes) or when the
- *    EP asks for p2p (section 9).  An offer that gets no XRC answer
+ *    bytes leave no room for the trailer (more than 48 bytes), when the
+ *    EP asks for p2p (section 9) or when no INI QP of the device holds the
+ *    EP's request SGEs (P declines the offer for that reason too).  An offer that gets no XRC answer
  *    (timeout, an ordinary reject) keeps its SRQ until dat_ep_reset,
  *    ep_free or the next offer.
  *
@@ -492,6 +493,10 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
  * ofx_xrc_conn_offer (step 1): opens the SRQ and writes the REQ private
  *   data with the offer to `req`; its length, 0 when the consumer's data
  *   leaves no room for the offer (plain RC), or a negative errno.
+ *   It makes no offer either when the device cannot make an INI QP with
+ *   the EP's request SGEs (mlx5: more than 19), which RC may still hold.
+ * ofx_xrc_conn_fits: that check (logged at debug when false); the passive
+ *   side declines an offer with it (accept over RC).
  * ofx_xrc_conn_offered: the REQ in flight carries an offer.
  * ofx_xrc_conn_fallback (section 8): a REP answered the offer: RC.
  * ofx_xrc_count_rc: a connection of an XRC IA accepted over RC (stats).
@@ -511,6 +516,7 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
  */
 int ofx_xrc_conn_offer(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params,
 		       const void *pdata, int pdata_len, void *req, int req_len);
+bool ofx_xrc_conn_fits(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params);
 bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *conn);
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *conn);
 void ofx_xrc_count_rc(struct ofx_ia *ia);

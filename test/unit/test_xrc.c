@@ -1384,8 +1384,8 @@ static void test_ini_qp_fits_an_mlx5_device(void)
 }
 
 /*
- * An EP whose 20 request SGEs an RC QP holds (192 + 320 bytes) but no XRC
- * INI QP (208 + 320): the connect fails on both sides, nothing is left.
+ * The device cannot make the INI QP (out of resources): the connect fails
+ * on both sides, nothing is left.
  */
 static void test_ini_qp_that_cannot_be_made_fails_both_sides(void)
 {
@@ -1396,10 +1396,12 @@ static void test_ini_qp_that_cannot_be_made_fails_both_sides(void)
 	xm_device = &xm_dev_mlx5;
 	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
 	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	ea = ep_with_iov(a, 20);
+	ea = xm_ep_new(a);
 	eb = xm_ep_new(b);
 	post_recv(eb, 1);
+	xm_ini_create_errno = ENOMEM;
 	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	xm_ini_create_errno = 0;
 	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
 	expect_conn(b, eb, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
 	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
@@ -2400,6 +2402,62 @@ static void expect_established_at(struct xm_proc *p, struct ofx_ep *ep, const vo
 		CU_ASSERT_EQUAL(memcmp(d->private_data, pdata, (size_t)len), 0);
 }
 
+/*
+ * D1a: an EP with 20 request SGEs, which an mlx5 RC QP holds (192 + 320
+ * bytes) but no XRC INI QP (208 + 320), makes no offer as the active side
+ * and declines one as the passive side: both connections run over RC, and
+ * the probe QP is gone.
+ */
+static void test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb, *ea2, *eb2;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	int qps;
+
+	setup(2);
+	xm_device = &xm_dev_mlx5;
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	psp = psp_open(b);
+	/* active: no offer (an RC REQ carries the consumer's bytes raw) */
+	ea = ep_with_iov(a, 20);
+	eb = xm_ep_new(b);
+	post_recv(eb, 1);
+	cr = dat_request(a, ea, b, psp, NULL, 0);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea, NULL, 0);
+	expect_established(b, eb, NULL, 0);
+	CU_ASSERT_EQUAL(stats(b).conn_rc, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created + stats(b).ini_created, 0);
+	/* the model carries no RC traffic: both QPs are up, with their 20 SGEs */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ea->qp);
+	CU_ASSERT_EQUAL(ea->qp->state, IBV_QPS_RTS);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 2);
+
+	/* passive: a plain EP's offer is declined; the probe's answer is kept */
+	qps = fake_verbs.qps;
+	ea2 = xm_ep_new(a);
+	eb2 = ep_with_iov(b, 20);
+	cr = dat_request(a, ea2, b, psp, "req", 4);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb2, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea2, NULL, 0);
+	expect_established(b, eb2, NULL, 0);
+	CU_ASSERT_EQUAL(stats(a).conn_rc, 1);	/* the REP answered ea2's offer */
+	CU_ASSERT_EQUAL(stats(b).conn_rc, 2);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc + stats(b).conn_xrc, 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 4);
+	CU_ASSERT_EQUAL(fake_verbs.qps, qps + 2);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
 #define N_CLIENTS 4
 
 /*
@@ -3121,8 +3179,8 @@ static void test_process_close_spares_the_peers_other_eps(void)
 }
 
 /*
- * D1(b): P cannot make its own INI QP back to A (here: P's EP asks for 20
- * request SGEs, more than an mlx5 XRC WQE holds).  Its CONFIRM-ACK must
+ * D1(b): P cannot make its own INI QP back to A (here: its EP needs one
+ * with 5 SGEs and the device is out of resources).  Its CONFIRM-ACK must
  * fail the connection without saying that A's TGT was refused: A's INI QP
  * to P's node, which e1 shares, is healthy and stays READY for the next EP
  * (ini_created stays 1), and e1 keeps working.
@@ -3142,10 +3200,16 @@ static void test_peer_without_its_own_ini_qp_leaves_ours_alive(void)
 	pair(a, e1, b, f1, 2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 
+	/* 5 SGEs: B's INI QP back to A (made with 4) cannot take f2 */
 	e2 = xm_ep_new(a);
-	f2 = ep_with_iov(b, 20);
+	f2 = ep_with_iov(b, 5);
 	post_recv(f2, 1);
+	xm_autopump = false;
 	xm_connect(a, e2, b, f2, NULL, 0, NULL, 0);
+	xm_autopump = true;
+	xm_ini_create_errno = ENOMEM;
+	xm_pump();
+	xm_ini_create_errno = 0;
 	expect_conn(a, e2, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
 	expect_conn(b, f2, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
 	CU_ASSERT_EQUAL(stats(b).refused, 0);
@@ -3467,6 +3531,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	{ "model refuses receives on xrc qps", test_model_refuses_receives_on_xrc_qps },
 	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },
 	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
+	{ "ep with more request sges than an ini qp holds runs over rc (mlx5)",
+	  test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc },
 	{ "ini qp that cannot be made fails both sides cleanly",
 	  test_ini_qp_that_cannot_be_made_fails_both_sides },
 	{ "rdma_cm carrier negotiates read depths", test_rdma_cm_carrier_negotiates_read_depths },

@@ -136,6 +136,7 @@ bool xm_rnr_limited;
 bool xm_autopump = true;
 bool xm_use_cm;
 int xm_ini_accept_failures, xm_ini_reps_lost;
+int xm_ini_create_errno;
 const struct xm_device *xm_device = &xm_dev_toy;
 
 static struct xm_proc *procs[XM_MAX_PROCS];
@@ -526,6 +527,10 @@ static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 	struct xm_qp *q;
 	int ret;
 
+	if (attr->qp_type == IBV_QPT_XRC_SEND && xm_ini_create_errno) {
+		errno = xm_ini_create_errno;
+		return NULL;
+	}
 	/* a TGT has no send queue; the others obey the device's sizing */
 	if (attr->qp_type != IBV_QPT_XRC_RECV) {
 		ret = d->sq_check(d, attr->qp_type, &attr->cap);
@@ -1992,7 +1997,7 @@ void xm_init(void)
 	xm_rnr_limited = false;
 	xm_autopump = true;
 	xm_use_cm = false;
-	xm_ini_accept_failures = xm_ini_reps_lost = 0;
+	xm_ini_accept_failures = xm_ini_reps_lost = xm_ini_create_errno = 0;
 	fabric_init();
 }
 

@@ -125,6 +125,8 @@ extern int xm_route_errors;
  * acceptor made its TGT).  Either way the sender tries again.
  */
 extern int xm_ini_accept_failures, xm_ini_reps_lost;
+/* When set, creating an INI QP (XRC_SEND) fails with it (a device out of resources). */
+extern int xm_ini_create_errno;
 void xm_node_renumber(int node);
 void xm_node_replace(int node);
 
