@@ -614,10 +614,12 @@ void ofx_xrc_ia_close(struct ofx_ia *ia)
 		ofx_xrc_cm_stop(ia);
 	if (ia->cfg.stats)
 		ofx_warn("stats: xrc ini_created %lu ini_live %lu tgt_created %lu tgt_opened %lu "
-			 "conn_xrc %lu conn_rc %lu refused %lu ctl_sent %lu ctl_lost %lu",
+			 "conn_xrc %lu conn_rc %lu refused %lu ctl_sent %lu ctl_lost %lu "
+			 "rc_qps_peak %lu",
 			 x->stats.ini_created, x->stats.ini_live, x->stats.tgt_created,
 			 x->stats.tgt_opened, x->stats.conn_xrc, x->stats.conn_rc,
-			 x->stats.refused, x->stats.ctl_sent, x->stats.ctl_lost);
+			 x->stats.refused, x->stats.ctl_sent, x->stats.ctl_lost,
+			 atomic_load(&ia->stats.rc_qps_peak));
 	/* every EP is gone: so are the completions the INI QPs could owe */
 	ofx_list_init(&inis);
 	ofx_list_init(&tgts);
@@ -657,6 +659,8 @@ int ofx_xrc_get_stats(struct ofx_ia *ia, struct ofx_xrc_stats *stats)
 	pthread_mutex_lock(&x->lock);
 	*stats = x->stats;
 	pthread_mutex_unlock(&x->lock);
+	stats->rc_qps = atomic_load(&ia->stats.rc_qps);
+	stats->rc_qps_peak = atomic_load(&ia->stats.rc_qps_peak);
 	return 0;
 }
 

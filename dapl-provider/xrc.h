@@ -344,6 +344,13 @@ struct ofx_xrc_stats {
 	unsigned long refused;		/* TGTs a peer proposed that we refused */
 	unsigned long ctl_sent;		/* control requests sent */
 	unsigned long ctl_lost;		/* control requests that got no answer */
+	/*
+	 * The IA's RC QPs (ia->stats): alive now, and the most at once.  An
+	 * active XRC EP holds one from dat_ep_connect to the answer (xrc.h
+	 * step 1), so the peak is the connects in flight at once (plus the
+	 * connections over RC); a passive side taking XRC offers makes none.
+	 */
+	unsigned long rc_qps, rc_qps_peak;
 };
 
 /*

@@ -2458,6 +2458,59 @@ static void test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc(void)
 	teardown(2);
 }
 
+#define N_INFLIGHT 8
+
+/*
+ * D7: N dat_ep_connects in flight at once from one process to an XRC peer.
+ * Each REQ names an RC QP of its own (a stock peer would accept it), so the
+ * active side's peak of RC QPs is N; each goes with its XRC answer, the
+ * passive side makes none, and none is left once all are established.
+ */
+static void test_rc_qp_peak_is_the_connects_in_flight(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea[N_INFLIGHT], *eb[N_INFLIGHT];
+	DAT_CR_HANDLE cr[N_INFLIGHT];
+	DAT_PSP_HANDLE psp;
+	DAT_EVENT ev;
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea[0], &b, &eb[0]);
+	psp = psp_open(b);
+	for (int i = 0; i < N_INFLIGHT; i++) {
+		if (i)
+			ea[i] = xm_ep_new(a);
+		if (i)
+			eb[i] = xm_ep_new(b);
+		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+					       DAT_CONNECT_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	}
+	xm_pump();
+	CU_ASSERT_EQUAL(stats(a).rc_qps, N_INFLIGHT);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), N_INFLIGHT);
+	for (int i = 0; i < N_INFLIGHT; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
+	}
+	for (int i = 0; i < N_INFLIGHT; i++)
+		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_all_established(a, ea, N_INFLIGHT);
+	expect_all_established(b, eb, N_INFLIGHT);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc, N_INFLIGHT);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, N_INFLIGHT);
+	CU_ASSERT_EQUAL(stats(a).rc_qps, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps, 0);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
 #define N_CLIENTS 4
 
 /*
@@ -3531,6 +3584,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	{ "model refuses receives on xrc qps", test_model_refuses_receives_on_xrc_qps },
 	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },
 	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
+	{ "rc qp peak is the connects in flight, none on the passive side or after",
+	  test_rc_qp_peak_is_the_connects_in_flight },
 	{ "ep with more request sges than an ini qp holds runs over rc (mlx5)",
 	  test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc },
 	{ "ini qp that cannot be made fails both sides cleanly",
