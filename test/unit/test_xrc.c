@@ -1799,74 +1799,76 @@ static void test_ini_qp_destroy_waits_for_its_async_event_without_the_lock(void)
 	teardown(2);
 }
 
+/* A message each way over a connected pair, into receives `ck_a` and `ck_b`. */
+static void ping_pong(struct xm_proc *a, struct ofx_ep *ea, uint64_t ck_a, struct xm_proc *b,
+		      struct ofx_ep *eb, uint64_t ck_b)
+{
+	CU_ASSERT_EQUAL(send_msg(ea, "ping", 3), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(eb, "pong", 4), DAT_SUCCESS);
+	expect_recv(b, eb, ck_b, "ping");
+	expect_recv(a, ea, ck_a, "pong");
+}
+
+/*
+ * open_two_peers under 2b, then B1's EP disconnects and B1 closes: the TGT
+ * behind A's INI QP, which e2 still holds, is gone.
+ */
+static void open_peers_behind_a_dead_tgt(struct xm_proc **a, struct xm_proc **b2,
+					 struct ofx_ep **e2, struct ofx_ep **f2)
+{
+	struct xm_proc *b1;
+	struct ofx_ep *e1, *f1;
+
+	open_two_peers(OFX_XRC_TGT_EXIT, a, &b1, b2, &e1, &f1, e2, f2);
+	CU_ASSERT_EQUAL(stats(*a).ini_created, 1);
+	expect_qp_counts(PROCS(*a, b1, *b2), COUNTS(1, 1, 1), COUNTS(2, 1));
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(*a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	xm_proc_close(b1);
+	/* A's INI QP, still e2's, now leads to no TGT */
+	expect_qp_counts(PROCS(*a, *b2), COUNTS(1, 1), COUNTS(1, 0));
+}
+
 /*
  * Under 2b the TGT behind A's INI QP dies with B1 while B2's EP keeps the
  * INI QP: B2 refuses that TGT for the next EP, which (D9a) connects on a
  * fresh INI QP instead of failing, and the one after takes that INI QP
- * rather than the same refusal.
+ * rather than the same refusal.  `a_connects` false: the BIND direction,
+ * A is the passive side (B2 refuses A's BIND, A binds again).
  */
-static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
+static void refused_tgt_retried(bool a_connects)
 {
-	struct xm_proc *a, *b1, *b2;
-	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+	struct xm_proc *a, *b2;
+	struct ofx_ep *e2, *f2, *e3, *f3;
 
 	setup(2);
-	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
-	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
-	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
-	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-	xm_pump();
-	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	xm_proc_close(b1);
-	/* A's INI QP, still e2's, now leads to no TGT */
-	expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 0));
-
+	open_peers_behind_a_dead_tgt(&a, &b2, &e2, &f2);
 	e3 = xm_ep_new(a);
 	f3 = xm_ep_new(b2);
-	pair(a, e3, b2, f3, 1);
+	if (a_connects)
+		pair(a, e3, b2, f3, 1);
+	else
+		pair(b2, f3, a, e3, 1);
 	CU_ASSERT_EQUAL(stats(b2).refused, 1);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
 	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);
-	CU_ASSERT_EQUAL(send_msg(e3, "retried", 1), DAT_SUCCESS);
-	expect_recv(b2, f3, 2000, "retried");
-	CU_ASSERT_EQUAL(send_msg(f3, "back", 2), DAT_SUCCESS);
-	expect_recv(a, e3, 1000, "back");
-
-	pair_over_new_ini(a, b2, 2);
+	ping_pong(a, e3, a_connects ? 1000 : 2000, b2, f3, a_connects ? 2000 : 1000);
+	if (a_connects)
+		pair_over_new_ini(a, b2, 2);
 	/* the DEAD INI QP stays with e2 until e2 goes; the new one has its TGT */
 	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
 	teardown(2);
 }
 
-/*
- * D9a, the BIND direction: the same dead TGT behind A's INI QP, but A is
- * the passive side of the next connection (B2 connects): B2 refuses A's
- * BIND, A binds again over a fresh INI QP and both sides connect.
- */
+static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
+{
+	refused_tgt_retried(true);
+}
+
 static void test_refused_bind_is_sent_again_over_a_fresh_ini(void)
 {
-	struct xm_proc *a, *b1, *b2;
-	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
-
-	setup(2);
-	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
-	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-	xm_pump();
-	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	xm_proc_close(b1);
-	e3 = xm_ep_new(a);
-	f3 = xm_ep_new(b2);
-	pair(b2, f3, a, e3, 1);
-	CU_ASSERT_EQUAL(stats(b2).refused, 1);
-	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);
-	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
-	CU_ASSERT_EQUAL(send_msg(e3, "bound again", 1), DAT_SUCCESS);
-	expect_recv(b2, f3, 1000, "bound again");
-	CU_ASSERT_EQUAL(send_msg(f3, "back", 2), DAT_SUCCESS);
-	expect_recv(a, e3, 2000, "back");
-	/* e2 still holds the DEAD INI QP */
-	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
-	teardown(2);
+	refused_tgt_retried(false);
 }
 
 /*
@@ -1918,6 +1920,25 @@ static void test_broken_connection_tells_the_peer(void)
 #define N_CHURN 200
 
 /*
+ * A churn cycle's end: `ea` disconnects, both sides report it and reset;
+ * the cycle's INI QPs and their TGTs are gone.
+ */
+static void churn_cycle_end(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
+			    struct ofx_ep *eb)
+{
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
+	xm_pump();
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+	drain_sends(a);
+	drain_sends(b);
+}
+
+/*
  * Connect/disconnect churn between two processes: every cycle makes a new
  * INI QP pair (the last EP took the old one along), and the TGT made for
  * the old INI QP goes when its sender says the INI QP is gone.  One TGT
@@ -1934,19 +1955,9 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	for (int i = 0; i < N_CHURN; i++) {
 		pair(a, ea, b, eb, 1);
 		expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
-		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-		xm_pump();
-		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
-		expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
-		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
-		xm_pump();
-		/* the cycle's INI QPs and their TGTs are gone */
-		expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+		churn_cycle_end(a, ea, b, eb);
 		for (int n = 0; n < 2; n++)
 			most = xm_tgts_on_node(n) > most ? xm_tgts_on_node(n) : most;
-		drain_sends(a);
-		drain_sends(b);
 	}
 	CU_ASSERT(most <= 1);
 	CU_ASSERT_EQUAL(stats(a).ini_created, N_CHURN);
@@ -1990,17 +2001,8 @@ static void test_ini_retries_under_churn_leave_no_tgt(void)
 		CU_ASSERT_EQUAL(stats(a).tgt_created, (unsigned long)i + 1);
 		CU_ASSERT_EQUAL(send_msg(ea, "again", 1), DAT_SUCCESS);
 		expect_recv(b, eb, 2000, "again");
-		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-		xm_pump();
-		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
-		expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
-		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
-		xm_pump();
-		expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+		churn_cycle_end(a, ea, b, eb);
 		CU_ASSERT_EQUAL(stats(a).tgt_handles + stats(b).tgt_handles, 0);
-		drain_sends(a);
-		drain_sends(b);
 	}
 	CU_ASSERT_EQUAL(stats(a).ini_created, N_RETRY_CHURN);
 	CU_ASSERT_EQUAL(stats(a).ctl_lost + stats(b).ctl_lost, 0);
@@ -2022,16 +2024,6 @@ static void test_ini_retries_under_churn_leave_no_tgt(void)
 }
 
 #define N_EPS 6
-
-/* A message each way over a connected pair, into receives `ck_a` and `ck_b`. */
-static void ping_pong(struct xm_proc *a, struct ofx_ep *ea, uint64_t ck_a, struct xm_proc *b,
-		      struct ofx_ep *eb, uint64_t ck_b)
-{
-	CU_ASSERT_EQUAL(send_msg(ea, "ping", 3), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(send_msg(eb, "pong", 4), DAT_SUCCESS);
-	expect_recv(b, eb, ck_b, "ping");
-	expect_recv(a, ea, ck_a, "pong");
-}
 
 /* `p`'s connections so far: `n`, every one over XRC. */
 static void expect_xrc_only(struct xm_proc *p, unsigned long n)
