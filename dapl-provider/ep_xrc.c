@@ -73,6 +73,17 @@ static void ep_xrc_recv_stop(void *owner)
 	atomic_store(&ep->recv_live, false);
 }
 
+static void ep_xrc_accept_more(void *owner, const void *data, int len)
+{
+	struct ofx_ep *ep = owner;
+
+	/* the answer's part and this make at most OFX_XRC_ACCEPT_MAX bytes */
+	if (len > 0 && ep->pdata_len + len <= (int)sizeof(ep->pdata)) {
+		memcpy(ep->pdata + ep->pdata_len, data, (size_t)len);
+		ep->pdata_len += len;
+	}
+}
+
 static const struct ofx_xrc_owner_ops ep_xrc_owner_ops = {
 	.established = ep_xrc_established,
 	.failed = ep_xrc_failed,
@@ -80,6 +91,7 @@ static const struct ofx_xrc_owner_ops ep_xrc_owner_ops = {
 	.broken = ep_xrc_broken,
 	.disconnecting = ep_xrc_disconnecting,
 	.recv_stop = ep_xrc_recv_stop,
+	.accept_more = ep_xrc_accept_more,
 };
 
 /* What the connection's SRQ and INI QP are made for: the EP's queues now. */

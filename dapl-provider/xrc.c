@@ -28,6 +28,8 @@
 #define XRC_REQ_AREA 56			/* IB/RoCE REQ private data for us */
 #define XRC_REJ_AREA OFX_XRC_ANSWER_LEN	/* IB REJ private data */
 #define XRC_ACC_HDR 16			/* accept header before the consumer's data */
+#define XRC_ACC_F_MORE 0x01		/* answer flags: accept data follows the CONFIRM-ACK */
+#define XRC_ACC_TAIL (OFX_XRC_ACCEPT_MAX - OFX_XRC_ACCEPT_REJ)
 #define XRC_SRQN_MASK 0xffffffu
 #define XRC_CTL_MAGIC 0x4F58u
 #define XRC_VERSION 1
@@ -173,6 +175,12 @@ struct ofx_xrc_conn {
 	uint32_t ini_wr;		/* of ini->wr_used, this connection's */
 	struct ofx_xrc_tgtqp *tgt;	/* the peer's TGT handle held (2a) */
 	bool ack_ok;			/* active: CONFIRM-ACK said OK */
+	/*
+	 * Accept data past the REJ answer's (step 2): P keeps it for its
+	 * CONFIRM-ACKs, A counts what it awaits in its CONFIRM-ACK.
+	 */
+	uint8_t acc_tail[XRC_ACC_TAIL];
+	int acc_tail_len;
 	bool ini_retried;		/* the peer refused our TGT once: a fresh INI QP was tried */
 	bool tgt_refused;		/* we refused the peer's TGT once: it tries once more */
 	bool bound;			/* active: BIND arrived and verified */
@@ -1666,12 +1674,19 @@ bool ofx_xrc_conn_answered(struct ofx_xrc_conn *xe, int status, const void *data
 	const uint8_t *d = data;
 	struct ofx_pdata_hdr hdr;
 
+	int more = 0;
+
 	if (xe->state != XC_OFFERED || status != OFX_REJ_CONSUMER || !d ||
 	    len < XRC_ACC_HDR + OFX_PDATA_XRC_HDR_LEN || d[6] != XRC_VERSION ||
 	    ofx_pdata_decode(d + XRC_ACC_HDR, len - XRC_ACC_HDR, &hdr) ||
 	    (hdr.flags & (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY)) !=
 		    (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY))
 		return false;
+	if (d[7] & XRC_ACC_F_MORE)
+		more = get16(d + 12) - hdr.consumer_len;
+	if (more < 0 || more > XRC_ACC_TAIL || (more && hdr.consumer_len != OFX_XRC_ACCEPT_REJ))
+		return false;
+	xe->acc_tail_len = more;
 	xe->peer_port = get16(d + 4);
 	xe->peer_tag = get32(d + 8);
 	xe->peer_srqn = hdr.xrc_srqn & XRC_SRQN_MASK;
@@ -1729,18 +1744,26 @@ int ofx_xrc_conn_accept_answer(struct ofx_xrc_conn *xe, const void *pdata, int p
 {
 	struct ofx_xrc_ia *x = xrc_of(xe->ia);
 	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY };
+	int part = pdata_len > OFX_XRC_ACCEPT_REJ ? OFX_XRC_ACCEPT_REJ : pdata_len;
 	uint8_t *rej = rej_buf;
 	int n;
 
-	if (rej_len < XRC_REJ_AREA)
+	if (rej_len < XRC_REJ_AREA || pdata_len > OFX_XRC_ACCEPT_MAX)
 		return -EINVAL;
 	memset(rej, 0, XRC_REJ_AREA);
 	put32(rej, OFX_REJ_HDR);
 	put16(rej + 4, x->port);
 	rej[6] = XRC_VERSION;
 	put32(rej + 8, x->tag);
+	/* what the REJ cannot take follows our CONFIRM-ACK (xrc.h step 2) */
+	xe->acc_tail_len = pdata_len - part;
+	if (xe->acc_tail_len) {
+		rej[7] = XRC_ACC_F_MORE;
+		put16(rej + 12, (uint16_t)pdata_len);
+		memcpy(xe->acc_tail, (const uint8_t *)pdata + part, (size_t)xe->acc_tail_len);
+	}
 	hdr.xrc_srqn = (xe->srqn & XRC_SRQN_MASK) | (x->tag & 0xffu) << 24;
-	n = ofx_pdata_encode(&hdr, pdata, pdata_len, XRC_REJ_AREA - XRC_ACC_HDR,
+	n = ofx_pdata_encode(&hdr, pdata, part, XRC_REJ_AREA - XRC_ACC_HDR,
 			     rej + XRC_ACC_HDR, XRC_REJ_AREA - XRC_ACC_HDR);
 	if (n < 0)
 		return n;
@@ -2001,6 +2024,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c, a = { 0 };
 	struct ofx_xrc_conn *xe;
+	int len = OFX_XRC_CTL_LEN;
 
 	(void)src;
 	if (!x || ctl_decode(req, &c) || c.op & OFX_XRC_OP_ANSWER)
@@ -2014,13 +2038,13 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	if (c.op == OFX_XRC_OP_INI) {
 		ctl_on_ini(ia, &c, &a);
 		ctl_encode(&a, answer);
-		return 0;
+		return OFX_XRC_CTL_LEN;
 	}
 	if (c.op == OFX_XRC_OP_INI_CLOSE) {
 		ctl_on_ini_close(x, &c);
 		a.verdict = XRC_V_OK;
 		ctl_encode(&a, answer);
-		return 0;
+		return OFX_XRC_CTL_LEN;
 	}
 	pthread_mutex_lock(&x->lock);
 	xe = ep_find(x, c.srqn_to, c.srqn_from);
@@ -2030,12 +2054,17 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	if (!xe) {
 		a.status = XRC_S_UNKNOWN;
 		ctl_encode(&a, answer);
-		return 0;
+		return OFX_XRC_CTL_LEN;
 	}
 	conn_lock(xe);
 	switch (c.op) {
 	case OFX_XRC_OP_CONFIRM:
 		ctl_on_confirm(ia, xe, &c, &a);
+		/* the accept data the REJ answer could not take (step 2) */
+		if (a.verdict == XRC_V_OK && xe->acc_tail_len) {
+			memcpy(answer + OFX_XRC_CTL_LEN, xe->acc_tail, (size_t)xe->acc_tail_len);
+			len += xe->acc_tail_len;
+		}
 		break;
 	case OFX_XRC_OP_BIND:
 		ctl_on_bind(ia, xe, &c, &a);
@@ -2054,7 +2083,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	conn_reap(xe, true);
 	ofx_waiter_count_put(&xe->quiet, &xe->busy);
 	ctl_encode(&a, answer);
-	return 0;
+	return len;
 }
 
 /* The answer to our INI request: the INI QP is READY (or DEAD). */
@@ -2127,12 +2156,12 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 	free(wake);
 }
 
-void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer)
+void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer, int len)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c, a;
 	struct ofx_xrc_conn *xe;
-	bool have = answer && !ctl_decode(answer, &a);
+	bool have = answer && len >= OFX_XRC_CTL_LEN && !ctl_decode(answer, &a);
 
 	if (!x || ctl_decode(req, &c))
 		return;
@@ -2168,6 +2197,17 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
 			conn_fail(xe);
 			break;
+		}
+		if (xe->acc_tail_len) {
+			if (len < OFX_XRC_CTL_LEN + xe->acc_tail_len) {
+				ofx_warn("xrc conn %p: confirm-ack without the %d bytes of accept "
+					 "data announced", (void *)xe, xe->acc_tail_len);
+				conn_fail_tell(xe);
+				break;
+			}
+			xe->ops->accept_more(xe->owner, answer + OFX_XRC_CTL_LEN,
+					     xe->acc_tail_len);
+			xe->acc_tail_len = 0;
 		}
 		xe->ack_ok = true;
 		if (xe->bound)

@@ -81,19 +81,22 @@ struct ofx_evd;
  *
  * 2. Accept.  If P runs XRC, the REQ carries the offer without
  *    OFX_PDATA_F_P2P, the EP is a plain (non-SRQ) one and the consumer's
- *    accept data fits (at most OFX_XRC_ACCEPT_MAX bytes), P opens its SRQ,
+ *    accept data fits (at most OFX_XRC_ACCEPT_MAX bytes, 160: what a REP
+ *    would carry; past 120 the rest follows the CONFIRM-ACK), P opens its SRQ,
  *    posts the EP's receives to it and answers dat_cr_accept with a
  *    consumer-defined REJ (reason 28, which ends the exchange without tying
  *    up any QP) whose private data is
  *        0  u32 0x02000200   stock's reject header (never read by ours)
  *        4  u16 port         P's service port q
  *        6  u8  version      1
- *        7  u8  flags        0
+ *        7  u8  flags        1: the accept data goes on after the CONFIRM-ACK
  *        8  u32 tag          P's domain tag
- *       12  u32 reserved     0
- *       16  the consumer's accept data, padding to byte 148 and the pdata
- *           trailer with OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY, XRC word =
- *           P's srqn | the low 8 bits of P's tag << 24
+ *       12  u16 accept_len   flags 1: the whole accept data's length; else 0
+ *       14  u16 reserved     0
+ *       16  the consumer's accept data (its first 120 bytes with flags 1),
+ *           padding to byte 148 and the pdata trailer with OFX_PDATA_F_XRC
+ *           | OFX_PDATA_F_REPLY, XRC word = P's srqn | the low 8 bits of
+ *           P's tag << 24
  *    (multi-byte fields in network byte order).  A takes a REJ with status
  *    28, at least 28 bytes, version 1 at byte 6 and a valid trailer with
  *    F_XRC | F_REPLY after byte 16 as this answer; any other REJ is a
@@ -209,9 +212,12 @@ struct ofx_evd;
  *                            DISC: 1 if the sender's SRQ is gone or goes
  *                            now (no fence to it, no DISC back)
  * An answer swaps srqn_from and srqn_to and carries the answerer's tag and
- * port.  The carrier delivers a request with ofx_xrc_ctl_request() at the
- * receiver, which returns the answer at once, and hands the answer (or
- * none, after OFX_XRC_CTL_TRIES tries) back with ofx_xrc_ctl_answer().
+ * port.  A CONFIRM-ACK with verdict OK is followed by the accept data past
+ * the REJ's 120 bytes (flags 1 in the answer, step 2): at most 40 bytes,
+ * 72 in all, within the 136 of a SIDR REP.  The carrier delivers a request
+ * with ofx_xrc_ctl_request() at the receiver, which returns the answer
+ * (and its length) at once, and hands the answer (or none, after
+ * OFX_XRC_CTL_TRIES tries) back with ofx_xrc_ctl_answer().
  * INI-CLOSE {conn_id: the INI QP's id, srqn_from: its QP number, tgt: T}
  * says the sender destroyed that INI QP (sent once its last EP went, not
  * to a peer that never answered the INI request); the answer carries
@@ -317,11 +323,15 @@ struct ofx_evd;
 /* The XRC answer (a REJ's private data, step 2). */
 #define OFX_XRC_ANSWER_LEN 148
 /* Accept data that fits the REJ answer: 148 - 4 - 12 - 12 (trailer). */
-#define OFX_XRC_ACCEPT_MAX 120
+#define OFX_XRC_ACCEPT_REJ 120
+/* Accept data an XRC connection takes: the REJ's, the rest after the CONFIRM-ACK. */
+#define OFX_XRC_ACCEPT_MAX 160
 /* How often a control message is sent before the peer counts as gone. */
 #define OFX_XRC_CTL_TRIES 3
 /* Length of a control message. */
 #define OFX_XRC_CTL_LEN 32
+/* The longest answer: a CONFIRM-ACK with the accept data past the REJ's. */
+#define OFX_XRC_CTL_ANSWER_MAX (OFX_XRC_CTL_LEN + OFX_XRC_ACCEPT_MAX - OFX_XRC_ACCEPT_REJ)
 
 enum ofx_xrc_op {
 	OFX_XRC_OP_CONFIRM = 1,
@@ -430,10 +440,14 @@ bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
  */
 void ofx_xrc_port_changed(struct ofx_ia *ia);
 
-/* Control messages in (see the wire spec): request -> answer, answer in. */
+/*
+ * Control messages in (see the wire spec): request -> answer (`answer`
+ * holds OFX_XRC_CTL_ANSWER_MAX bytes; its length, at least OFX_XRC_CTL_LEN,
+ * or a negative errno), answer in (`len` bytes, NULL: none).
+ */
 int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uint8_t *req,
 			uint8_t *answer);
-void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer);
+void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer, int len);
 
 /*
  * One XRC connection and its owner (an EP: ep_xrc.c).  The owner's lock,
@@ -457,6 +471,8 @@ struct ofx_xrc_owner_ops {
 	void (*disconnecting)(void *owner);
 	/* The connection's SRQ takes no more receives: hold them from now on. */
 	void (*recv_stop)(void *owner);
+	/* Active: accept data past the answer's (step 3), before established. */
+	void (*accept_more)(void *owner, const void *data, int len);
 };
 
 /* What the connection's SRQ and INI QP are made for, given at offer and accept. */
@@ -509,7 +525,7 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
  * ofx_xrc_count_rc: a connection of an XRC IA accepted over RC (stats).
  * ofx_xrc_conn_answered (step 2, A): true if a REJECTED event (`status`,
  *   private data) is the XRC answer to the offer; *accept_p then points to
- *   the accept data in it.  The owner makes its receives go live and calls
+ *   the accept data in it (more may follow: accept_more).  The owner makes its receives go live and calls
  *   ofx_xrc_conn_confirm (step 3) with its queues as they are now, the
  *   peer's address and the result (nonzero: the connection fails, and the
  *   peer is told).

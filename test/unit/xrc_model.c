@@ -1924,16 +1924,16 @@ void xm_pump(void)
 		busy = false;
 		while (nctl) {
 			struct xm_ctl c = ctlq[0];
-			uint8_t ans[OFX_XRC_CTL_LEN];
+			uint8_t ans[OFX_XRC_CTL_ANSWER_MAX];
 			struct xm_proc *to = proc_at(&c.to, c.port);
-			bool answered;
+			int len = -1;
 
 			memmove(&ctlq[0], &ctlq[1], --nctl * sizeof(ctlq[0]));
-			answered = to && !ofx_xrc_ctl_request(&to->ia,
-							      (struct sockaddr *)&c.from->ia.addr,
-							      c.msg, ans);
+			if (to)
+				len = ofx_xrc_ctl_request(&to->ia, (struct sockaddr *)&c.from->ia.addr,
+							  c.msg, ans);
 			if (!c.from->dead)
-				ofx_xrc_ctl_answer(&c.from->ia, c.msg, answered ? ans : NULL);
+				ofx_xrc_ctl_answer(&c.from->ia, c.msg, len > 0 ? ans : NULL, len);
 			busy = true;
 		}
 		if (cm_pump(true))
