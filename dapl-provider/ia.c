@@ -196,11 +196,6 @@ static struct ofx_srq *ofx_ia_srq(struct ibv_srq *vsrq)
 	return srq;
 }
 
-/*
- * XRC INI and TGT QPs carry xrc.c's contexts, not a struct ofx_obj: xrc.c
- * finds them in the tables of the IA that made it, which may be another IA
- * on the same (shared) device context.  True if the event was an XRC QP's.
- */
 static bool ofx_ia_xrc_owns_qp(struct ofx_ia *ia, const struct ibv_async_event *ev)
 {
 	return ofx_xrc_owns_qp(ia, ev->element.qp);
@@ -233,6 +228,11 @@ static bool ofx_ia_xrc_dispatch(struct ofx_ia *ia, const struct ibv_async_event 
 	return owner && handle(owner, ev);
 }
 
+/*
+ * XRC INI and TGT QPs carry xrc.c's contexts, not a struct ofx_obj: xrc.c
+ * finds them in the tables of the IA that made it, which may be another IA
+ * on the same (shared) device context.  True if the event was an XRC QP's.
+ */
 static bool ofx_ia_xrc_qp_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 {
 	enum ibv_qp_type type = ev->element.qp->qp_type;
