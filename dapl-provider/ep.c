@@ -201,8 +201,19 @@ static int ep_create_qp(struct ofx_ep *ep)
 		return ret;
 	}
 	ep->max_inline = init.cap.max_inline_data;
+	ofx_ia_count_rc_qp(ia, true);
 	ofx_dbg("ep %p qp 0x%x created", (void *)ep, ep->qp->qp_num);
 	return 0;
+}
+
+/* Destroys an RC QP the EP let go of (`why`: for the warning); NULL-safe. */
+static void ep_qp_destroy(struct ofx_ep *ep, struct ibv_qp *qp, const char *why)
+{
+	if (!qp)
+		return;
+	if (ofx_verbs->destroy_qp(qp))
+		ofx_warn("destroy qp 0x%x%s: %m", qp->qp_num, why);
+	ofx_ia_count_rc_qp(ep->obj.ia, false);
 }
 
 static int ep_init_rings(struct ofx_ep *ep)
@@ -319,8 +330,7 @@ static int ep_build_qp(struct ofx_ep *ep)
 	return 0;
 
 err_destroy_qp:
-	if (ofx_verbs->destroy_qp(ep->qp))
-		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep_qp_destroy(ep, ep->qp, "");
 	ep->qp = NULL;
 	return ret;
 }
@@ -400,8 +410,7 @@ int ofx_ep_qp_renew_unused(struct ofx_ep *ep)
 		return -EBUSY;
 	old = ep_qp_unhook(ep);
 	pthread_mutex_unlock(&ep->lock);
-	if (ofx_verbs->destroy_qp(old))
-		ofx_warn("destroy qp 0x%x for a retry: %m", old->qp_num);
+	ep_qp_destroy(ep, old, " for a retry");
 	pthread_mutex_lock(&ep->lock);
 	return ep_build_qp(ep);
 }
@@ -416,8 +425,7 @@ void ofx_ep_qp_close(struct ofx_ep *ep)
 	ofx_dbg("ep %p: qp 0x%x not needed (the connection runs over %s)", (void *)ep,
 		ep->qp->qp_num, ep->transport->name);
 	old = ep_qp_unhook(ep);
-	if (ofx_verbs->destroy_qp(old))
-		ofx_warn("destroy qp 0x%x: %m", old->qp_num);
+	ep_qp_destroy(ep, old, "");
 }
 
 DAT_RETURN ofx_ep_attach(struct ofx_ep *ep)
@@ -750,8 +758,7 @@ static DAT_RETURN ep_detach(struct ofx_ep *ep)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_NOTREADY);
 	}
 	old = ep_qp_unhook(ep);
-	if (old && ofx_verbs->destroy_qp(old))
-		ofx_warn("destroy qp 0x%x: %m", old->qp_num);
+	ep_qp_destroy(ep, old, "");
 	ep_fini_rings(ep);
 	return DAT_SUCCESS;
 }
@@ -1550,8 +1557,7 @@ static void ep_qp_retire(struct ofx_ep *ep)
 	/* conversion drops this EP's completions meanwhile (dto_inline.h) */
 	ofx_ep_set_dying(ep, true);
 	pthread_mutex_unlock(&ep->lock);
-	if (old && ofx_verbs->destroy_qp(old))
-		ofx_warn("destroy qp 0x%x for reset: %m", old->qp_num);
+	ep_qp_destroy(ep, old, " for reset");
 	if (!ep_drain_cqs(ep))
 		ofx_warn("ep %p reset: an evd is full, completions of the old qp may remain",
 			 (void *)ep);
@@ -1695,8 +1701,7 @@ static bool ep_purge_completions(struct ofx_ep *ep)
 		return true; /* never attached: no completion can name it */
 	ofx_rmr_ep_gone(&ep->cookie_owner);
 	/* an XRC EP may have none: its CQEs came from the INI QP and SRQ */
-	if (ep->qp && ofx_verbs->destroy_qp(ep->qp))
-		ofx_warn("destroy qp 0x%x: %m", ep->qp->qp_num);
+	ep_qp_destroy(ep, ep->qp, "");
 	ep->qp = NULL;
 	return ep_drain_cqs(ep);
 }

@@ -73,6 +73,17 @@ static void ep_xrc_recv_stop(void *owner)
 	atomic_store(&ep->recv_live, false);
 }
 
+static void ep_xrc_accept_more(void *owner, const void *data, int len)
+{
+	struct ofx_ep *ep = owner;
+
+	/* the answer's part and this make at most OFX_XRC_ACCEPT_MAX bytes */
+	if (len > 0 && ep->pdata_len + len <= (int)sizeof(ep->pdata)) {
+		memcpy(ep->pdata + ep->pdata_len, data, (size_t)len);
+		ep->pdata_len += len;
+	}
+}
+
 static const struct ofx_xrc_owner_ops ep_xrc_owner_ops = {
 	.established = ep_xrc_established,
 	.failed = ep_xrc_failed,
@@ -80,6 +91,7 @@ static const struct ofx_xrc_owner_ops ep_xrc_owner_ops = {
 	.broken = ep_xrc_broken,
 	.disconnecting = ep_xrc_disconnecting,
 	.recv_stop = ep_xrc_recv_stop,
+	.accept_more = ep_xrc_accept_more,
 };
 
 /* What the connection's SRQ and INI QP are made for: the EP's queues now. */
@@ -225,11 +237,12 @@ bool ofx_xrc_accept(struct ofx_ep *ep, const struct ofx_conn_req *req, const voi
 
 	if (!xe)
 		return false;
+	ep_xrc_params(ep, &params);
 	if (ep->csp || !req->has_hdr || !(req->hdr.flags & OFX_PDATA_F_XRC) ||
-	    (req->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX)
+	    (req->hdr.flags & OFX_PDATA_F_P2P) || pdata_len > OFX_XRC_ACCEPT_MAX ||
+	    !ofx_xrc_conn_fits(xe, &params))
 		return accept_rc(ep, ret_p);
 	ofx_ep_qp_close(ep); /* a connect that failed before its REQ left one */
-	ep_xrc_params(ep, &params);
 	ret = ofx_xrc_conn_accept_begin(xe, &params, &req->remote_addr);
 	if (ret)
 		goto out;

@@ -196,6 +196,38 @@ static struct ofx_srq *ofx_ia_srq(struct ibv_srq *vsrq)
 	return srq;
 }
 
+static bool ofx_ia_xrc_owns_qp(struct ofx_ia *ia, const struct ibv_async_event *ev)
+{
+	return ofx_xrc_owns_qp(ia, ev->element.qp);
+}
+
+static bool ofx_ia_xrc_owns_srq(struct ofx_ia *ia, const struct ibv_async_event *ev)
+{
+	return ofx_xrc_owns_srq(ia, ev->element.srq);
+}
+
+/* `handle` on this IA or else on the IA of the device that `owns` the element. */
+static bool ofx_ia_xrc_dispatch(struct ofx_ia *ia, const struct ibv_async_event *ev,
+				bool (*owns)(struct ofx_ia *, const struct ibv_async_event *),
+				bool (*handle)(struct ofx_ia *, const struct ibv_async_event *))
+{
+	struct ofx_list *pos, *tmp;
+	struct ofx_ia *owner = NULL;
+
+	if (handle(ia, ev))
+		return true;
+	pthread_mutex_lock(&ofx_ias_lock);
+	ofx_list_for_each_safe(pos, tmp, &ofx_ias) {
+		struct ofx_ia *o = &container_of(pos, struct ofx_ia_priv, all_link)->ia;
+
+		if (o != ia && o->verbs == ia->verbs && owns(o, ev))
+			owner = o;
+	}
+	pthread_mutex_unlock(&ofx_ias_lock);
+	/* the QP or SRQ cannot go before this event is acknowledged: owner stays open */
+	return owner && handle(owner, ev);
+}
+
 /*
  * XRC INI and TGT QPs carry xrc.c's contexts, not a struct ofx_obj: xrc.c
  * finds them in the tables of the IA that made it, which may be another IA
@@ -204,23 +236,10 @@ static struct ofx_srq *ofx_ia_srq(struct ibv_srq *vsrq)
 static bool ofx_ia_xrc_qp_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 {
 	enum ibv_qp_type type = ev->element.qp->qp_type;
-	struct ofx_list *pos, *tmp;
-	struct ofx_ia *owner = NULL;
 
 	if (type != IBV_QPT_XRC_SEND && type != IBV_QPT_XRC_RECV)
 		return false;
-	if (ofx_xrc_qp_event(ia, ev))
-		return true;
-	pthread_mutex_lock(&ofx_ias_lock);
-	ofx_list_for_each_safe(pos, tmp, &ofx_ias) {
-		struct ofx_ia *o = &container_of(pos, struct ofx_ia_priv, all_link)->ia;
-
-		if (o != ia && o->verbs == ia->verbs && ofx_xrc_owns_qp(o, ev->element.qp))
-			owner = o;
-	}
-	pthread_mutex_unlock(&ofx_ias_lock);
-	/* the QP cannot go before this event is acknowledged: owner stays open */
-	if (!owner || !ofx_xrc_qp_event(owner, ev))
+	if (!ofx_ia_xrc_dispatch(ia, ev, ofx_ia_xrc_owns_qp, ofx_xrc_qp_event))
 		ofx_dbg("device %s: %s on foreign xrc qp 0x%x", ofx_ia_dev_name(ia),
 			ibv_event_type_str(ev->event_type), ev->element.qp->qp_num);
 	return true;
@@ -290,6 +309,9 @@ void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 				(void *)ev->element.cq);
 		break;
 	case IBV_EVENT_SRQ_ERR:
+		/* an XRC SRQ's context is its EP: xrc.c knows it by the SRQ */
+		if (ofx_ia_xrc_dispatch(ia, ev, ofx_ia_xrc_owns_srq, ofx_xrc_srq_event))
+			break;
 		if (ofx_ia_post_owned(ev->element.srq->srq_context, OFX_OBJ_SRQ,
 				      DAT_ASYNC_ERROR_EP_BROKEN))
 			ofx_warn("device %s: %s on srq %p (srq %p)", ofx_ia_dev_name(ia), what,

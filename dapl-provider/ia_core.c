@@ -30,6 +30,21 @@ DAT_IA_HANDLE ofx_ia_dat_handle(struct ofx_ia *ia)
 	return idx;
 }
 
+void ofx_ia_count_rc_qp(struct ofx_ia *ia, bool created)
+{
+	unsigned long n, peak;
+
+	if (!created) {
+		atomic_fetch_sub(&ia->stats.rc_qps, 1);
+		return;
+	}
+	n = atomic_fetch_add(&ia->stats.rc_qps, 1) + 1;
+	peak = atomic_load(&ia->stats.rc_qps_peak);
+	/* a failed exchange reloads peak: it ends once peak >= n */
+	while (n > peak && !atomic_compare_exchange_weak(&ia->stats.rc_qps_peak, &peak, n))
+		;
+}
+
 void ofx_ia_link(struct ofx_ia *ia, struct ofx_obj *obj)
 {
 	pthread_mutex_lock(&ia->obj_lock);

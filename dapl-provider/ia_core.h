@@ -39,6 +39,12 @@ struct ofx_ia_stats {
 	atomic_ulong conn_active;
 	atomic_ulong conn_passive;
 	atomic_ulong conn_p2p;
+	/*
+	 * RC QPs of the IA's EPs alive now and the most alive at once (on an
+	 * XRC IA those of connects in flight and of connections over RC).
+	 */
+	atomic_ulong rc_qps;
+	atomic_ulong rc_qps_peak;
 };
 
 #define OFX_RMR_INDEX_BUCKETS 64
@@ -111,6 +117,9 @@ OFX_DEFINE_FROM_HANDLE(ia, IA)
 struct ofx_ia *ofx_ia_lookup(DAT_IA_HANDLE h);
 /* The libdat2 index of `ia`, for handles returned in query results. */
 DAT_IA_HANDLE ofx_ia_dat_handle(struct ofx_ia *ia);
+
+/* An EP's RC QP was created (or destroyed): ia->stats.rc_qps and its peak. */
+void ofx_ia_count_rc_qp(struct ofx_ia *ia, bool created);
 
 /* Links/unlinks an object on ia->objects (used by ofx_obj_init/fini). */
 void ofx_ia_link(struct ofx_ia *ia, struct ofx_obj *obj);

@@ -28,6 +28,8 @@
 #define XRC_REQ_AREA 56			/* IB/RoCE REQ private data for us */
 #define XRC_REJ_AREA OFX_XRC_ANSWER_LEN	/* IB REJ private data */
 #define XRC_ACC_HDR 16			/* accept header before the consumer's data */
+#define XRC_ACC_F_MORE 0x01		/* answer flags: accept data follows the CONFIRM-ACK */
+#define XRC_ACC_TAIL (OFX_XRC_ACCEPT_MAX - OFX_XRC_ACCEPT_REJ)
 #define XRC_SRQN_MASK 0xffffffu
 #define XRC_CTL_MAGIC 0x4F58u
 #define XRC_VERSION 1
@@ -130,6 +132,8 @@ struct ofx_xrc_ia {
 	 */
 	pthread_mutex_t reap_lock;
 	uint32_t next_id;
+	/* request SGEs an INI QP was (ok) and was not (bad, 0: none yet) made with */
+	uint32_t ini_sge_ok, ini_sge_bad;
 	struct ofx_xrc_stats stats;
 };
 
@@ -171,6 +175,14 @@ struct ofx_xrc_conn {
 	uint32_t ini_wr;		/* of ini->wr_used, this connection's */
 	struct ofx_xrc_tgtqp *tgt;	/* the peer's TGT handle held (2a) */
 	bool ack_ok;			/* active: CONFIRM-ACK said OK */
+	/*
+	 * Accept data past the REJ answer's (step 2): P keeps it for its
+	 * CONFIRM-ACKs, A counts what it awaits in its CONFIRM-ACK.
+	 */
+	uint8_t acc_tail[XRC_ACC_TAIL];
+	int acc_tail_len;
+	bool ini_retried;		/* the peer refused our TGT once: a fresh INI QP was tried */
+	bool tgt_refused;		/* we refused the peer's TGT once: it tries once more */
 	bool bound;			/* active: BIND arrived and verified */
 	bool peer_disc;			/* the peer's DISC arrived (or it is gone) */
 	bool peer_gone;			/* the peer cannot be told any more */
@@ -483,6 +495,29 @@ static void tgt_free(struct ofx_xrc_tgtqp *t)
 	free(t);
 }
 
+void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_tgtqp *gone = NULL;
+	struct ofx_list *pos, *tmp;
+
+	pthread_mutex_lock(&x->lock);
+	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
+		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
+
+		/* no EP can hold it: its number never reached the sender */
+		if (t->qpn == qpn && t->created && t->refs == 0) {
+			tgt_unlink(x, t);
+			gone = t;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&x->lock);
+	if (gone)
+		ofx_dbg("tgt qp 0x%x: its ini request was not answered", qpn);
+	tgt_free(gone);
+}
+
 /* No lock held.  The INI QP is in no table any more. */
 static void ini_free(struct ofx_xrc_ia *x, struct ofx_xrc_ini *ini)
 {
@@ -585,10 +620,12 @@ void ofx_xrc_ia_close(struct ofx_ia *ia)
 		ofx_xrc_cm_stop(ia);
 	if (ia->cfg.stats)
 		ofx_warn("stats: xrc ini_created %lu ini_live %lu tgt_created %lu tgt_opened %lu "
-			 "conn_xrc %lu conn_rc %lu refused %lu ctl_sent %lu ctl_lost %lu",
+			 "conn_xrc %lu conn_rc %lu refused %lu ctl_sent %lu ctl_lost %lu "
+			 "rc_qps_peak %lu",
 			 x->stats.ini_created, x->stats.ini_live, x->stats.tgt_created,
 			 x->stats.tgt_opened, x->stats.conn_xrc, x->stats.conn_rc,
-			 x->stats.refused, x->stats.ctl_sent, x->stats.ctl_lost);
+			 x->stats.refused, x->stats.ctl_sent, x->stats.ctl_lost,
+			 atomic_load(&ia->stats.rc_qps_peak));
 	/* every EP is gone: so are the completions the INI QPs could owe */
 	ofx_list_init(&inis);
 	ofx_list_init(&tgts);
@@ -628,6 +665,8 @@ int ofx_xrc_get_stats(struct ofx_ia *ia, struct ofx_xrc_stats *stats)
 	pthread_mutex_lock(&x->lock);
 	*stats = x->stats;
 	pthread_mutex_unlock(&x->lock);
+	stats->rc_qps = atomic_load(&ia->stats.rc_qps);
+	stats->rc_qps_peak = atomic_load(&ia->stats.rc_qps_peak);
 	return 0;
 }
 
@@ -997,6 +1036,62 @@ err:
 }
 
 /*
+ * Owner lock held, not xrc->lock (a probe QP is destroyed).  Whether the
+ * device makes an INI QP with the request SGEs of `p` at all: mlx5 holds
+ * fewer in an XRC_SEND WQE than in an RC one (19 against 20), and no verb
+ * says how many, so the first EP asking for more than every INI QP so far
+ * probes a QP with that many (and the fewest WRs); the answer is kept.
+ * An error other than the sizing ones says nothing: the INI QP's own
+ * creation reports it.
+ */
+static bool ini_sge_fits(struct ofx_ia *ia, const struct ofx_xrc_conn_params *p)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ibv_qp_init_attr_ex init = {
+		.send_cq = ofx_evd_qp_cq(ia, p->req_evd),
+		.qp_type = IBV_QPT_XRC_SEND,
+		.comp_mask = IBV_QP_INIT_ATTR_PD,
+		.pd = p->pd,
+		.cap = { .max_send_wr = 2, .max_send_sge = p->send_sge },
+	};
+	uint32_t ok, bad;
+	struct ibv_qp *qp;
+	int err;
+
+	pthread_mutex_lock(&x->lock);
+	ok = x->ini_sge_ok;
+	bad = x->ini_sge_bad;
+	pthread_mutex_unlock(&x->lock);
+	if (p->send_sge <= XRC_INI_MIN_SGE || p->send_sge <= ok)
+		return true;
+	if (bad && p->send_sge >= bad)
+		return false;
+	errno = 0;
+	qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
+	err = errno;
+	if (qp && ofx_verbs->destroy_qp(qp))
+		ofx_warn("destroy probe xrc ini qp 0x%x: %m", qp->qp_num);
+	if (!qp && err != EINVAL && err != ENOMEM)
+		return true;
+	pthread_mutex_lock(&x->lock);
+	if (qp && p->send_sge > x->ini_sge_ok)
+		x->ini_sge_ok = p->send_sge;
+	else if (!qp && (!x->ini_sge_bad || p->send_sge < x->ini_sge_bad))
+		x->ini_sge_bad = p->send_sge;
+	pthread_mutex_unlock(&x->lock);
+	return qp != NULL;
+}
+
+bool ofx_xrc_conn_fits(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params *params)
+{
+	if (ini_sge_fits(xe->ia, params))
+		return true;
+	ofx_dbg("xrc: %u request sges do not fit an ini qp on %s: the connection runs over rc",
+		params->send_sge, ibv_get_device_name(xe->ia->verbs->device));
+	return false;
+}
+
+/*
  * The attributes the kernel requires of an XRC QP at each transition (an
  * INI takes access flags at RESET->INIT although it has no responder).  A
  * device carrier gets them from rdma_init_qp_attr (xrc_cm.c); the model
@@ -1213,6 +1308,53 @@ static void ini_refused(struct ofx_xrc_ia *x, struct ofx_xrc_conn *xe)
 }
 
 /* ---- connection state --------------------------------------------------- */
+
+static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_conn *xe);
+static void conn_fail(struct ofx_xrc_conn *xe);
+static void conn_fail_tell(struct ofx_xrc_conn *xe);
+
+/*
+ * Owner lock held.  The peer refused the TGT behind our INI QP (ini_refused
+ * made it DEAD): the connection goes once more over a fresh INI QP, its
+ * CONFIRM or BIND sent when that is READY; the peer waits for it once.
+ * False if it did already: the caller fails the connection.
+ */
+static bool conn_retry_ini(struct ofx_xrc_conn *xe)
+{
+	struct ofx_ia *ia = xe->ia;
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	int ret;
+
+	if (xe->ini_retried)
+		return false;
+	xe->ini_retried = true;
+	pthread_mutex_lock(&x->lock);
+	ini_put(x, xe);
+	xe->state = xe->active ? XC_A_INI_WAIT : XC_P_INI_WAIT;
+	ret = ini_get(ia, xe);
+	if (!ret && xe->ini->state == INI_READY)
+		ret = conn_ini_ready(ia, xe);
+	pthread_mutex_unlock(&x->lock);
+	ofx_dbg("xrc conn %p: tgt refused, again over a fresh ini qp: %s", (void *)xe,
+		ret ? strerror(-ret) : "sent");
+	if (ret)
+		conn_fail_tell(xe);
+	return true;
+}
+
+/*
+ * Owner lock held.  We refused the TGT of the peer's CONFIRM or BIND: the
+ * first time the connection waits for the peer to try once more over a
+ * fresh INI QP (conn_retry_ini), the second it fails.
+ */
+static void conn_tgt_refused(struct ofx_xrc_conn *xe)
+{
+	if (!xe->tgt_refused) {
+		xe->tgt_refused = true;
+		return;
+	}
+	conn_fail(xe);
+}
 
 /* Owner lock and xrc->lock held.  Sends CONFIRM (active) or BIND (passive). */
 static int conn_ini_ready(struct ofx_ia *ia, struct ofx_xrc_conn *xe)
@@ -1517,7 +1659,7 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params
 	int n, ret;
 
 	/* the offer is the base trailer alone: every size RC sends with one */
-	if (pdata_len > XRC_REQ_AREA - OFX_PDATA_HDR_LEN)
+	if (pdata_len > XRC_REQ_AREA - OFX_PDATA_HDR_LEN || !ofx_xrc_conn_fits(xe, params))
 		return 0;
 	xrc_srq_close(xe); /* an earlier offer whose connect never started */
 	srq_drop_retired(xe);
@@ -1533,6 +1675,7 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params
 	xe->active = true;
 	xe->state = XC_OFFERED;
 	xe->event_posted = xe->established = false;
+	xe->ini_retried = xe->tgt_refused = false;
 	return n;
 }
 
@@ -1567,12 +1710,19 @@ bool ofx_xrc_conn_answered(struct ofx_xrc_conn *xe, int status, const void *data
 	const uint8_t *d = data;
 	struct ofx_pdata_hdr hdr;
 
+	int more = 0;
+
 	if (xe->state != XC_OFFERED || status != OFX_REJ_CONSUMER || !d ||
 	    len < XRC_ACC_HDR + OFX_PDATA_XRC_HDR_LEN || d[6] != XRC_VERSION ||
 	    ofx_pdata_decode(d + XRC_ACC_HDR, len - XRC_ACC_HDR, &hdr) ||
 	    (hdr.flags & (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY)) !=
 		    (OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY))
 		return false;
+	if (d[7] & XRC_ACC_F_MORE)
+		more = get16(d + 12) - hdr.consumer_len;
+	if (more < 0 || more > XRC_ACC_TAIL || (more && hdr.consumer_len != OFX_XRC_ACCEPT_REJ))
+		return false;
+	xe->acc_tail_len = more;
 	xe->peer_port = get16(d + 4);
 	xe->peer_tag = get32(d + 8);
 	xe->peer_srqn = hdr.xrc_srqn & XRC_SRQN_MASK;
@@ -1618,6 +1768,7 @@ int ofx_xrc_conn_accept_begin(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn
 	}
 	xe->active = false;
 	xe->event_posted = xe->established = false;
+	xe->ini_retried = xe->tgt_refused = false;
 	xe->peer_srqn = 0;	/* A names it in its CONFIRM (step 3) */
 	xe->peer_srqn_known = false;
 	xe->peer_addr = *peer;
@@ -1629,18 +1780,26 @@ int ofx_xrc_conn_accept_answer(struct ofx_xrc_conn *xe, const void *pdata, int p
 {
 	struct ofx_xrc_ia *x = xrc_of(xe->ia);
 	struct ofx_pdata_hdr hdr = { .flags = OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY };
+	int part = pdata_len > OFX_XRC_ACCEPT_REJ ? OFX_XRC_ACCEPT_REJ : pdata_len;
 	uint8_t *rej = rej_buf;
 	int n;
 
-	if (rej_len < XRC_REJ_AREA)
+	if (rej_len < XRC_REJ_AREA || pdata_len > OFX_XRC_ACCEPT_MAX)
 		return -EINVAL;
 	memset(rej, 0, XRC_REJ_AREA);
 	put32(rej, OFX_REJ_HDR);
 	put16(rej + 4, x->port);
 	rej[6] = XRC_VERSION;
 	put32(rej + 8, x->tag);
+	/* what the REJ cannot take follows our CONFIRM-ACK (xrc.h step 2) */
+	xe->acc_tail_len = pdata_len - part;
+	if (xe->acc_tail_len) {
+		rej[7] = XRC_ACC_F_MORE;
+		put16(rej + 12, (uint16_t)pdata_len);
+		memcpy(xe->acc_tail, (const uint8_t *)pdata + part, (size_t)xe->acc_tail_len);
+	}
 	hdr.xrc_srqn = (xe->srqn & XRC_SRQN_MASK) | (x->tag & 0xffu) << 24;
-	n = ofx_pdata_encode(&hdr, pdata, pdata_len, XRC_REJ_AREA - XRC_ACC_HDR,
+	n = ofx_pdata_encode(&hdr, pdata, part, XRC_REJ_AREA - XRC_ACC_HDR,
 			     rej + XRC_ACC_HDR, XRC_REJ_AREA - XRC_ACC_HDR);
 	if (n < 0)
 		return n;
@@ -1756,9 +1915,14 @@ static void ctl_on_ini(struct ofx_ia *ia, const struct xrc_ctl *c, struct xrc_ct
  */
 static void ctl_on_ini_close(struct ofx_xrc_ia *x, const struct xrc_ctl *c)
 {
-	struct ofx_xrc_tgtqp *gone = NULL;
-	struct ofx_list *pos, *tmp;
+	struct ofx_list gone, *pos, *tmp;
 
+	/*
+	 * Every TGT made for that INI QP: a request tried again (its answer
+	 * lost, or our accept failed) made one per try, and only the one
+	 * answered last is the INI-CLOSE's tgt.
+	 */
+	ofx_list_init(&gone);
 	pthread_mutex_lock(&x->lock);
 	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
 		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
@@ -1769,14 +1933,17 @@ static void ctl_on_ini_close(struct ofx_xrc_ia *x, const struct xrc_ctl *c)
 		t->ini_open = false;
 		if (t->refs == 0) {
 			tgt_unlink(x, t);
-			gone = t;
+			ofx_list_add_tail(&gone, &t->link);
 		}
-		break;
 	}
 	pthread_mutex_unlock(&x->lock);
-	if (gone)
-		ofx_dbg("tgt qp 0x%x: its ini qp 0x%x is gone", gone->qpn, c->srqn_from);
-	tgt_free(gone);
+	ofx_list_for_each_safe(pos, tmp, &gone) {
+		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
+
+		ofx_dbg("tgt qp 0x%x: its ini qp 0x%x is gone", t->qpn, c->srqn_from);
+		ofx_list_del(pos);
+		tgt_free(t);
+	}
 }
 
 /* Owner lock held (P): the active side's CONFIRM. */
@@ -1794,7 +1961,7 @@ static void ctl_on_confirm(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const str
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	if (a->verdict != XRC_V_OK) {
 		pthread_mutex_unlock(&x->lock);
-		conn_fail(xe);
+		conn_tgt_refused(xe);
 		return;
 	}
 	xe->conn_id = c->conn_id;
@@ -1831,7 +1998,7 @@ static void ctl_on_bind(struct ofx_ia *ia, struct ofx_xrc_conn *xe, const struct
 	a->verdict = tgt_verify(ia, xe, c->tgt);
 	pthread_mutex_unlock(&x->lock);
 	if (a->verdict != XRC_V_OK) {
-		conn_fail(xe);
+		conn_tgt_refused(xe);
 		return;
 	}
 	xe->bound = true;
@@ -1893,6 +2060,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c, a = { 0 };
 	struct ofx_xrc_conn *xe;
+	int len = OFX_XRC_CTL_LEN;
 
 	(void)src;
 	if (!x || ctl_decode(req, &c) || c.op & OFX_XRC_OP_ANSWER)
@@ -1906,13 +2074,13 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	if (c.op == OFX_XRC_OP_INI) {
 		ctl_on_ini(ia, &c, &a);
 		ctl_encode(&a, answer);
-		return 0;
+		return OFX_XRC_CTL_LEN;
 	}
 	if (c.op == OFX_XRC_OP_INI_CLOSE) {
 		ctl_on_ini_close(x, &c);
 		a.verdict = XRC_V_OK;
 		ctl_encode(&a, answer);
-		return 0;
+		return OFX_XRC_CTL_LEN;
 	}
 	pthread_mutex_lock(&x->lock);
 	xe = ep_find(x, c.srqn_to, c.srqn_from);
@@ -1922,12 +2090,17 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	if (!xe) {
 		a.status = XRC_S_UNKNOWN;
 		ctl_encode(&a, answer);
-		return 0;
+		return OFX_XRC_CTL_LEN;
 	}
 	conn_lock(xe);
 	switch (c.op) {
 	case OFX_XRC_OP_CONFIRM:
 		ctl_on_confirm(ia, xe, &c, &a);
+		/* the accept data the REJ answer could not take (step 2) */
+		if (a.verdict == XRC_V_OK && xe->acc_tail_len) {
+			memcpy(answer + OFX_XRC_CTL_LEN, xe->acc_tail, (size_t)xe->acc_tail_len);
+			len += xe->acc_tail_len;
+		}
 		break;
 	case OFX_XRC_OP_BIND:
 		ctl_on_bind(ia, xe, &c, &a);
@@ -1946,7 +2119,7 @@ int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uin
 	conn_reap(xe, true);
 	ofx_waiter_count_put(&xe->quiet, &xe->busy);
 	ctl_encode(&a, answer);
-	return 0;
+	return len;
 }
 
 /* The answer to our INI request: the INI QP is READY (or DEAD). */
@@ -2019,12 +2192,12 @@ static void ctl_ini_answered(struct ofx_ia *ia, const struct xrc_ctl *c, const s
 	free(wake);
 }
 
-void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer)
+void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer, int len)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct xrc_ctl c, a;
 	struct ofx_xrc_conn *xe;
-	bool have = answer && !ctl_decode(answer, &a);
+	bool have = answer && len >= OFX_XRC_CTL_LEN && !ctl_decode(answer, &a);
 
 	if (!x || ctl_decode(req, &c))
 		return;
@@ -2051,11 +2224,26 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	case OFX_XRC_OP_CONFIRM:
 		if (xe->state != XC_A_CONFIRM_SENT)
 			break;
+		if (have && a.status == XRC_S_OK && a.verdict == XRC_V_REFUSED) {
+			ini_refused(x, xe);
+			if (!conn_retry_ini(xe))
+				conn_fail(xe);
+			break;
+		}
 		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
-			if (have && a.verdict == XRC_V_REFUSED)
-				ini_refused(x, xe);
 			conn_fail(xe);
 			break;
+		}
+		if (xe->acc_tail_len) {
+			if (len < OFX_XRC_CTL_LEN + xe->acc_tail_len) {
+				ofx_warn("xrc conn %p: confirm-ack without the %d bytes of accept "
+					 "data announced", (void *)xe, xe->acc_tail_len);
+				conn_fail_tell(xe);
+				break;
+			}
+			xe->ops->accept_more(xe->owner, answer + OFX_XRC_CTL_LEN,
+					     xe->acc_tail_len);
+			xe->acc_tail_len = 0;
 		}
 		xe->ack_ok = true;
 		if (xe->bound)
@@ -2064,12 +2252,15 @@ void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *an
 	case OFX_XRC_OP_BIND:
 		if (xe->state != XC_P_BIND_SENT)
 			break;
-		if (have && a.verdict == XRC_V_REFUSED)
+		if (have && a.status == XRC_S_OK && a.verdict == XRC_V_REFUSED) {
 			ini_refused(x, xe);
-		if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK)
+			if (!conn_retry_ini(xe))
+				conn_fail(xe);
+		} else if (!have || a.status != XRC_S_OK || a.verdict != XRC_V_OK) {
 			conn_fail(xe);
-		else
+		} else {
 			conn_established(xe);
+		}
 		break;
 	case OFX_XRC_OP_DISC:
 		/* no answer: the peer is presumed gone */
@@ -2629,5 +2820,56 @@ bool ofx_xrc_qp_event(struct ofx_ia *ia, const struct ibv_async_event *ev)
 		ofx_dbg("%s on xrc ini qp 0x%x", ibv_event_type_str(ev->event_type), qp->qp_num);
 	eps_break(broken, n, true);
 	free(broken);
+	return true;
+}
+
+/* xrc->lock held.  The connection whose current SRQ `srq` is, if any. */
+static struct ofx_xrc_conn *conn_of_srq(struct ofx_xrc_ia *x, const struct ibv_srq *srq)
+{
+	struct ofx_list *pos, *tmp;
+
+	ofx_list_for_each_safe(pos, tmp, &x->eps) {
+		struct ofx_xrc_conn *o = container_of(pos, struct ofx_xrc_conn, link);
+
+		if (o->srq == srq)
+			return o;
+	}
+	return NULL;
+}
+
+bool ofx_xrc_owns_srq(struct ofx_ia *ia, const struct ibv_srq *srq)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	bool owned;
+
+	if (!x)
+		return false;
+	pthread_mutex_lock(&x->lock);
+	owned = conn_of_srq(x, srq) != NULL;
+	pthread_mutex_unlock(&x->lock);
+	return owned;
+}
+
+bool ofx_xrc_srq_event(struct ofx_ia *ia, const struct ibv_async_event *ev)
+{
+	struct ofx_xrc_ia *x = xrc_of(ia);
+	struct ofx_xrc_conn *xe;
+
+	if (!x)
+		return false;
+	pthread_mutex_lock(&x->lock);
+	xe = conn_of_srq(x, ev->element.srq);
+	if (xe)
+		atomic_fetch_add(&xe->busy, 1);
+	pthread_mutex_unlock(&x->lock);
+	if (!xe)
+		return false;
+	/*
+	 * Its receives are lost, and a peer sending to it would take its own
+	 * shared INI QP to error: the peer is told as for a receive error.
+	 */
+	ofx_warn("%s on xrc srq 0x%x: its ep is broken", ibv_event_type_str(ev->event_type),
+		 xe->srqn);
+	eps_break(&xe, 1, true);
 	return true;
 }

@@ -73,26 +73,30 @@ struct ofx_evd;
  *    leaves room for our trailer in the 56-byte REQ area (up to 48 bytes,
  *    what dtest and dtestcm send) can be offered; A's srqn travels in its
  *    CONFIRM (step 3).  No offer is made (plain RC) when the consumer's
- *    bytes leave no room for the trailer (more than 48 bytes) or when the
- *    EP asks for p2p (section 9).  An offer that gets no XRC answer
+ *    bytes leave no room for the trailer (more than 48 bytes), when the
+ *    EP asks for p2p (section 9) or when no INI QP of the device holds the
+ *    EP's request SGEs (P declines the offer for that reason too).  An offer that gets no XRC answer
  *    (timeout, an ordinary reject) keeps its SRQ until dat_ep_reset,
  *    ep_free or the next offer.
  *
  * 2. Accept.  If P runs XRC, the REQ carries the offer without
  *    OFX_PDATA_F_P2P, the EP is a plain (non-SRQ) one and the consumer's
- *    accept data fits (at most OFX_XRC_ACCEPT_MAX bytes), P opens its SRQ,
+ *    accept data fits (at most OFX_XRC_ACCEPT_MAX bytes, 160: what a REP
+ *    would carry; past 120 the rest follows the CONFIRM-ACK), P opens its SRQ,
  *    posts the EP's receives to it and answers dat_cr_accept with a
  *    consumer-defined REJ (reason 28, which ends the exchange without tying
  *    up any QP) whose private data is
  *        0  u32 0x02000200   stock's reject header (never read by ours)
  *        4  u16 port         P's service port q
  *        6  u8  version      1
- *        7  u8  flags        0
+ *        7  u8  flags        1: the accept data goes on after the CONFIRM-ACK
  *        8  u32 tag          P's domain tag
- *       12  u32 reserved     0
- *       16  the consumer's accept data, padding to byte 148 and the pdata
- *           trailer with OFX_PDATA_F_XRC | OFX_PDATA_F_REPLY, XRC word =
- *           P's srqn | the low 8 bits of P's tag << 24
+ *       12  u16 accept_len   flags 1: the whole accept data's length; else 0
+ *       14  u16 reserved     0
+ *       16  the consumer's accept data (its first 120 bytes with flags 1),
+ *           padding to byte 148 and the pdata trailer with OFX_PDATA_F_XRC
+ *           | OFX_PDATA_F_REPLY, XRC word = P's srqn | the low 8 bits of
+ *           P's tag << 24
  *    (multi-byte fields in network byte order).  A takes a REJ with status
  *    28, at least 28 bytes, version 1 at byte 6 and a valid trailer with
  *    F_XRC | F_REPLY after byte 16 as this answer; any other REJ is a
@@ -110,13 +114,16 @@ struct ofx_evd;
  *    verdict (OK; REFUSED: T_A is not in P's domain; FAILED: T_A is fine
  *    but P cannot go on, having no INI QP of its own to A; P's EP fails on
  *    either), or status UNKNOWN if it has no EP waiting for that srqn pair.
- *    A fails its EP on anything but OK; only REFUSED also condemns its INI
- *    QP (section 7).  A connection that fails before it is established reports
+ *    A fails its EP on anything but OK, except once on REFUSED: that
+ *    condemns its INI QP (section 7), and A sends CONFIRM again (same
+ *    conn_id and srqns) over a fresh INI QP; P, having refused, waits
+ *    for that one CONFIRM, and fails on a second refusal as A does.  A connection that fails before it is established reports
  *    NON_PEER_REJECTED on A and ACCEPT_COMPLETION_ERROR on P.
  *
  * 4. BIND.  After an OK CONFIRM, P gets an INI QP for A's key in the same
  *    way and, once it is READY, sends BIND {conn_id, srqns, tgt: T_P}.  A
- *    verifies T_P in the same way and answers BIND-ACK with its verdict.
+ *    verifies T_P in the same way and answers BIND-ACK with its verdict
+ *    (REFUSED: P binds again once over a fresh INI QP, as A in step 3).
  *    A becomes CONNECTED (ESTABLISHED with the accept data) when its
  *    CONFIRM-ACK said OK and it verified T_P; P becomes CONNECTED
  *    (ESTABLISHED) when BIND-ACK says OK.  So no side sends to the peer's
@@ -205,14 +212,18 @@ struct ofx_evd;
  *                            DISC: 1 if the sender's SRQ is gone or goes
  *                            now (no fence to it, no DISC back)
  * An answer swaps srqn_from and srqn_to and carries the answerer's tag and
- * port.  The carrier delivers a request with ofx_xrc_ctl_request() at the
- * receiver, which returns the answer at once, and hands the answer (or
- * none, after OFX_XRC_CTL_TRIES tries) back with ofx_xrc_ctl_answer().
+ * port.  A CONFIRM-ACK with verdict OK is followed by the accept data past
+ * the REJ's 120 bytes (flags 1 in the answer, step 2): at most 40 bytes,
+ * 72 in all, within the 136 of a SIDR REP.  The carrier delivers a request
+ * with ofx_xrc_ctl_request() at the receiver, which returns the answer
+ * (and its length) at once, and hands the answer (or none, after
+ * OFX_XRC_CTL_TRIES tries) back with ofx_xrc_ctl_answer().
  * INI-CLOSE {conn_id: the INI QP's id, srqn_from: its QP number, tgt: T}
  * says the sender destroyed that INI QP (sent once its last EP went, not
  * to a peer that never answered the INI request); the answer carries
  * nothing.  CONFIRM, BIND, DISC and INI-CLOSE are idempotent; a repeated
- * INI makes a further TGT QP (held like the first).
+ * INI makes a further TGT QP (held like the first: INI-CLOSE
+ * releases every TGT made for that INI QP).
  *
  * 7. Lifetimes.
  *    - INI QP: reference counted by the EPs bound to it or waiting for it;
@@ -292,7 +303,8 @@ struct ofx_evd;
  *    the INI-ACK, qp_num = T and responder_resources = the INI's initiator
  *    depth (the event's responder_resources, rdma_get_cm_event(3)) at most
  *    its max_qp_rd_atom, which becomes the INI's max_rd_atomic; a REFUSED
- *    INI-ACK goes in a REJ instead.  On the REP
+ *    INI-ACK goes in a REJ instead (also when the TGT cannot reach RTR),
+ *    and a TGT whose accept fails is destroyed at once.  On the REP
  *    the sender moves the INI QP to RTR and RTS (if that fails the request
  *    has no answer), sends the RTU (rdma_establish) and destroys its id;
  *    the receiver destroys its id at ESTABLISHED (or an error).  The QPs
@@ -311,11 +323,15 @@ struct ofx_evd;
 /* The XRC answer (a REJ's private data, step 2). */
 #define OFX_XRC_ANSWER_LEN 148
 /* Accept data that fits the REJ answer: 148 - 4 - 12 - 12 (trailer). */
-#define OFX_XRC_ACCEPT_MAX 120
+#define OFX_XRC_ACCEPT_REJ 120
+/* Accept data an XRC connection takes: the REJ's, the rest after the CONFIRM-ACK. */
+#define OFX_XRC_ACCEPT_MAX 160
 /* How often a control message is sent before the peer counts as gone. */
 #define OFX_XRC_CTL_TRIES 3
 /* Length of a control message. */
 #define OFX_XRC_CTL_LEN 32
+/* The longest answer: a CONFIRM-ACK with the accept data past the REJ's. */
+#define OFX_XRC_CTL_ANSWER_MAX (OFX_XRC_CTL_LEN + OFX_XRC_ACCEPT_MAX - OFX_XRC_ACCEPT_REJ)
 
 enum ofx_xrc_op {
 	OFX_XRC_OP_CONFIRM = 1,
@@ -338,6 +354,13 @@ struct ofx_xrc_stats {
 	unsigned long refused;		/* TGTs a peer proposed that we refused */
 	unsigned long ctl_sent;		/* control requests sent */
 	unsigned long ctl_lost;		/* control requests that got no answer */
+	/*
+	 * The IA's RC QPs (ia->stats): alive now, and the most at once.  An
+	 * active XRC EP holds one from dat_ep_connect to the answer (xrc.h
+	 * step 1), so the peak is the connects in flight at once (plus the
+	 * connections over RC); a passive side taking XRC offers makes none.
+	 */
+	unsigned long rc_qps, rc_qps_peak;
 };
 
 /*
@@ -380,6 +403,12 @@ void *ofx_xrc_transport_ctx(const struct ofx_ia *ia);
 /* A TGT QP this IA created for an INI request (the carrier moves it). */
 struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn);
 /*
+ * The carrier could not give that TGT's number to the sender (moving the
+ * TGT or accepting the INI connection failed): the TGT goes at once, since
+ * no INI-CLOSE will ever name it.  No lock held.
+ */
+void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn);
+/*
  * At debug level: one line with what ibv_query_qp reports of an INI ("ini")
  * or TGT ("tgt") QP that just became ready, e.g.
  *   xrc ini qp 0x1a2 ready: peer 0x3b4 state RTS max_rd_atomic 16 max_dest_rd_atomic 0 ...
@@ -411,10 +440,14 @@ bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
  */
 void ofx_xrc_port_changed(struct ofx_ia *ia);
 
-/* Control messages in (see the wire spec): request -> answer, answer in. */
+/*
+ * Control messages in (see the wire spec): request -> answer (`answer`
+ * holds OFX_XRC_CTL_ANSWER_MAX bytes; its length, at least OFX_XRC_CTL_LEN,
+ * or a negative errno), answer in (`len` bytes, NULL: none).
+ */
 int ofx_xrc_ctl_request(struct ofx_ia *ia, const struct sockaddr *src, const uint8_t *req,
 			uint8_t *answer);
-void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer);
+void ofx_xrc_ctl_answer(struct ofx_ia *ia, const uint8_t *req, const uint8_t *answer, int len);
 
 /*
  * One XRC connection and its owner (an EP: ep_xrc.c).  The owner's lock,
@@ -438,6 +471,8 @@ struct ofx_xrc_owner_ops {
 	void (*disconnecting)(void *owner);
 	/* The connection's SRQ takes no more receives: hold them from now on. */
 	void (*recv_stop)(void *owner);
+	/* Active: accept data past the answer's (step 3), before established. */
+	void (*accept_more)(void *owner, const void *data, int len);
 };
 
 /* What the connection's SRQ and INI QP are made for, given at offer and accept. */
@@ -481,12 +516,16 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
  * ofx_xrc_conn_offer (step 1): opens the SRQ and writes the REQ private
  *   data with the offer to `req`; its length, 0 when the consumer's data
  *   leaves no room for the offer (plain RC), or a negative errno.
+ *   It makes no offer either when the device cannot make an INI QP with
+ *   the EP's request SGEs (mlx5: more than 19), which RC may still hold.
+ * ofx_xrc_conn_fits: that check (logged at debug when false); the passive
+ *   side declines an offer with it (accept over RC).
  * ofx_xrc_conn_offered: the REQ in flight carries an offer.
  * ofx_xrc_conn_fallback (section 8): a REP answered the offer: RC.
  * ofx_xrc_count_rc: a connection of an XRC IA accepted over RC (stats).
  * ofx_xrc_conn_answered (step 2, A): true if a REJECTED event (`status`,
  *   private data) is the XRC answer to the offer; *accept_p then points to
- *   the accept data in it.  The owner makes its receives go live and calls
+ *   the accept data in it (more may follow: accept_more).  The owner makes its receives go live and calls
  *   ofx_xrc_conn_confirm (step 3) with its queues as they are now, the
  *   peer's address and the result (nonzero: the connection fails, and the
  *   peer is told).
@@ -500,6 +539,7 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
  */
 int ofx_xrc_conn_offer(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params,
 		       const void *pdata, int pdata_len, void *req, int req_len);
+bool ofx_xrc_conn_fits(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params);
 bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *conn);
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *conn);
 void ofx_xrc_count_rc(struct ofx_ia *ia);
@@ -545,5 +585,15 @@ bool ofx_xrc_conn_completion(struct ofx_xrc_conn *conn, const struct ibv_wc *wc,
  */
 bool ofx_xrc_owns_qp(struct ofx_ia *ia, const struct ibv_qp *qp);
 bool ofx_xrc_qp_event(struct ofx_ia *ia, const struct ibv_async_event *ev);
+/*
+ * SRQ_ERR on an XRC SRQ, whose srq_context is the owner's object (not a
+ * DAT SRQ).  ofx_xrc_owns_srq: `srq` is the SRQ of a connection of this
+ * IA.  ofx_xrc_srq_event: false if it is not; else that connection breaks
+ * as on an INI QP's QP_FATAL (BROKEN, DAT_ASYNC_ERROR_EP_BROKEN, and a DISC
+ * with aux 1: its peer sends nothing more to it).  Async handler, no lock
+ * held.
+ */
+bool ofx_xrc_owns_srq(struct ofx_ia *ia, const struct ibv_srq *srq);
+bool ofx_xrc_srq_event(struct ofx_ia *ia, const struct ibv_async_event *ev);
 
 #endif

@@ -161,14 +161,14 @@ static void req_unroute(struct ofx_xrc_cm *cm, struct xrc_cm_req *req);
 
 /* Ends a request: its answer (or none) to xrc.c, the id to destroy. */
 static void req_done(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, const uint8_t *answer,
-		     struct rdma_cm_id **destroy_p)
+		     int len, struct rdma_cm_id **destroy_p)
 {
 	req_unroute(cm, req);
 	pthread_mutex_lock(&cm->lock);
 	ofx_list_del(&req->link);
 	pthread_mutex_unlock(&cm->lock);
 	*destroy_p = req->id;
-	ofx_xrc_ctl_answer(req->ia, req->msg, answer);
+	ofx_xrc_ctl_answer(req->ia, req->msg, answer, len);
 	free(req);
 }
 
@@ -181,7 +181,7 @@ static void req_retry(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 	if (++req->tries < OFX_XRC_CTL_TRIES && !req_start(cm, req))
 		return;
 	req->id = *destroy_p;
-	req_done(cm, req, NULL, destroy_p);
+	req_done(cm, req, NULL, 0, destroy_p);
 }
 
 static const uint8_t *answer_of(const void *data, int len)
@@ -232,7 +232,7 @@ static void wake(struct ofx_xrc_cm *cm, struct ofx_list *woken)
 
 		ofx_list_del(pos);
 		if (req->route.failed && ++req->tries >= OFX_XRC_CTL_TRIES)
-			req_done(cm, req, NULL, &destroy);
+			req_done(cm, req, NULL, 0, &destroy);
 		else
 			req_route(cm, req, &destroy);
 		if (destroy)
@@ -295,7 +295,7 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 			param.initiator_depth = depth_min(ia->dev_attr.max_qp_init_rd_atom, 255);
 			param.responder_resources = 0;
 			if (qp_move(ia, req->id, req->qp, IBV_QPS_INIT)) {
-				req_done(cm, req, NULL, destroy_p);
+				req_done(cm, req, NULL, 0, destroy_p);
 				return;
 			}
 		}
@@ -308,7 +308,8 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 		/* the SIDR REP of a control request */
 		if (!req->qp)
 			req_done(cm, req, answer_of(ev->param.ud.private_data,
-						    ev->param.ud.private_data_len), destroy_p);
+						    ev->param.ud.private_data_len),
+				 ev->param.ud.private_data_len, destroy_p);
 		return;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE: {
 		/* the REP of an INI connection: the QP goes to RTS towards T */
@@ -319,14 +320,15 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 		    qp_move(ia, req->id, req->qp, IBV_QPS_RTS) || ofx_verbs->establish(req->id))
 			a = NULL;
 		/* the QPs do not depend on the id: it goes (a DREQ) once done */
-		req_done(cm, req, a, destroy_p);
+		req_done(cm, req, a, ev->param.conn.private_data_len, destroy_p);
 		return;
 	}
 	case RDMA_CM_EVENT_REJECTED:
 		/* an INI request refused: the answer is in the REJ */
 		if (req->qp && answer_of(ev->param.conn.private_data,
 					 ev->param.conn.private_data_len)) {
-			req_done(cm, req, ev->param.conn.private_data, destroy_p);
+			req_done(cm, req, ev->param.conn.private_data,
+				 ev->param.conn.private_data_len, destroy_p);
 			return;
 		}
 		req_retry(cm, req, destroy_p);
@@ -350,14 +352,14 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_cm_event *ev,
 			 struct rdma_cm_id **destroy_p)
 {
-	uint8_t answer[OFX_XRC_CTL_LEN];
+	uint8_t answer[OFX_XRC_CTL_ANSWER_MAX];
 	struct rdma_conn_param param = { .private_data = answer,
 					 .private_data_len = OFX_XRC_CTL_LEN };
 	struct rdma_cm_id *id = ev->id;
 	const void *data;
 	struct ibv_qp *tgt;
 	uint32_t tgt_qpn;
-	int len;
+	int len, n = -EPROTO;
 
 	if (ev->event != RDMA_CM_EVENT_CONNECT_REQUEST) {
 		/* a listener's own event (DEVICE_REMOVAL): ofx_xrc_cm_stop destroys it */
@@ -376,8 +378,9 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 		data = ev->param.conn.private_data;
 		len = ev->param.conn.private_data_len;
 	}
-	if (!data || len < OFX_XRC_CTL_LEN ||
-	    ofx_xrc_ctl_request(ia, rdma_get_peer_addr(id), data, answer)) {
+	if (data && len >= OFX_XRC_CTL_LEN)
+		n = ofx_xrc_ctl_request(ia, rdma_get_peer_addr(id), data, answer);
+	if (n < 0) {
 		ofx_dbg("xrc control request not understood");
 		if (id->ps == RDMA_PS_IB)
 			ofx_verbs->reject(id, NULL, 0);
@@ -385,6 +388,7 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 	}
 	if (id->ps == RDMA_PS_UDP) {
 		param.qp_num = 1; /* a SIDR REP names a QP; no QP receives here */
+		param.private_data_len = (uint8_t)n;
 		if (ofx_verbs->accept(id, &param))
 			ofx_warn("xrc control answer: %m");
 		return;
@@ -394,6 +398,11 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 	tgt_qpn = ntohl(tgt_qpn);
 	tgt = answer[26] == 1 ? ofx_xrc_tgt_qp(ia, tgt_qpn) : NULL;
 	if (!tgt || qp_move(ia, id, tgt, IBV_QPS_INIT) || qp_move(ia, id, tgt, IBV_QPS_RTR)) {
+		if (tgt) {
+			/* the answer said OK: it refuses now, and the TGT goes */
+			answer[26] = 2;
+			ofx_xrc_tgt_drop(ia, tgt_qpn);
+		}
 		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
 		return;
 	}
@@ -409,7 +418,9 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 	param.initiator_depth = depth_min(ia->dev_attr.max_qp_init_rd_atom,
 					  ev->param.conn.initiator_depth);
 	if (ofx_verbs->accept(id, &param)) {
+		/* the sender tries again (a new TGT) or gives up: this one is nobody's */
 		ofx_warn("xrc ini accept, tgt qp 0x%x: %m", tgt_qpn);
+		ofx_xrc_tgt_drop(ia, tgt_qpn);
 		return;
 	}
 	*destroy_p = NULL; /* until ESTABLISHED */

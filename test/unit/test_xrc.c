@@ -531,7 +531,7 @@ static void test_accept_declines_requests_without_an_offer(void)
 	pthread_mutex_lock(&eb->lock);
 	/* a stock REQ: no trailer */
 	CU_ASSERT_FALSE(ofx_xrc_accept(eb, &cr, NULL, 0, &ret));
-	/* an offer with p2p, or accept data that does not fit the REJ */
+	/* an offer with p2p, or more accept data than XRC carries */
 	cr.has_hdr = true;
 	cr.hdr.flags = OFX_PDATA_F_XRC | OFX_PDATA_F_P2P;
 	CU_ASSERT_FALSE(ofx_xrc_accept(eb, &cr, NULL, 0, &ret));
@@ -1121,8 +1121,8 @@ static void test_ini_qp_fits_an_mlx5_device(void)
 }
 
 /*
- * An EP whose 20 request SGEs an RC QP holds (192 + 320 bytes) but no XRC
- * INI QP (208 + 320): the connect fails on both sides, nothing is left.
+ * The device cannot make the INI QP (out of resources): the connect fails
+ * on both sides, nothing is left.
  */
 static void test_ini_qp_that_cannot_be_made_fails_both_sides(void)
 {
@@ -1133,10 +1133,12 @@ static void test_ini_qp_that_cannot_be_made_fails_both_sides(void)
 	xm_device = &xm_dev_mlx5;
 	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
 	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
-	ea = ep_with_iov(a, 20);
+	ea = xm_ep_new(a);
 	eb = xm_ep_new(b);
 	post_recv(eb, 1);
+	xm_ini_create_errno = ENOMEM;
 	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	xm_ini_create_errno = 0;
 	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
 	expect_conn(b, eb, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
 	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
@@ -1376,6 +1378,50 @@ static void test_async_events_on_an_ini_qp(void)
 	teardown(2);
 }
 
+/*
+ * D11: SRQ_ERR on the XRC SRQ of e1's connection (its srq_context is the
+ * EP, not a DAT SRQ): the IA's async EVD gets DAT_ASYNC_ERROR_EP_BROKEN for
+ * e1, e1's connection breaks and its peer is told, and e2, which shares
+ * e1's INI QP both ways, keeps working.
+ */
+static void test_srq_error_on_an_xrc_srq_breaks_its_ep_alone(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	struct ibv_srq *srq;
+	DAT_EVENT ev;
+
+	setup(2);
+	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
+	srq = xm_ep_srq(e1);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(srq);
+	CU_ASSERT_PTR_NOT_EQUAL(srq, xm_ep_srq(e2));
+	xm_async_srq_event(a, srq, IBV_EVENT_SRQ_ERR);
+
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(a->ia.async_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_ASYNC_ERROR_EP_BROKEN);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, a->ia.async_evd);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.asynch_error_event_data.dat_handle, e1);
+	expect_empty(a->ia.async_evd);
+	expect_conn(a, e1, DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_EQUAL(e1->state, OFX_EP_DISCONNECTED);
+	xm_pump();
+	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(f1->state, OFX_EP_DISCONNECTED);
+	expect_empty(a->conn_evd);
+	expect_empty(b->conn_evd);
+	expect_empty(b->ia.async_evd);
+
+	/* the shared INI QPs are intact */
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(send_msg(e2, "still there", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(f2, "and back", 2), DAT_SUCCESS);
+	expect_recv(b, f2, 2000, "still there");
+	expect_recv(a, e2, 1000, "and back");
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	teardown(2);
+}
+
 /* ---- issue 14: completions, teardown and lifetimes as on mlx5 ------------ */
 
 /*
@@ -1491,37 +1537,65 @@ static void test_ini_qp_destroy_waits_for_its_async_event_without_the_lock(void)
 }
 
 /*
- * Under 2b the TGT behind A's INI QP dies with B1 while B2's EP keeps the
- * INI QP: B2 refuses that TGT for the next EP, and the one after must get
- * a new INI QP rather than the same refusal.
+ * open_two_peers under 2b, then B1's EP disconnects and B1 closes: the TGT
+ * behind A's INI QP, which e2 still holds, is gone.
  */
-static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
+static void open_peers_behind_a_dead_tgt(struct xm_proc **a, struct xm_proc **b2,
+					 struct ofx_ep **e2, struct ofx_ep **f2)
 {
-	struct xm_proc *a, *b1, *b2;
-	struct ofx_ep *e1, *f1, *e2, *f2, *e3, *f3;
+	struct xm_proc *b1;
+	struct ofx_ep *e1, *f1;
 
-	setup(2);
-	open_two_peers(OFX_XRC_TGT_EXIT, &a, &b1, &b2, &e1, &f1, &e2, &f2);
-	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
-	expect_qp_counts(PROCS(a, b1, b2), COUNTS(1, 1, 1), COUNTS(2, 1));
+	open_two_peers(OFX_XRC_TGT_EXIT, a, &b1, b2, &e1, &f1, e2, f2);
+	CU_ASSERT_EQUAL(stats(*a).ini_created, 1);
+	expect_qp_counts(PROCS(*a, b1, *b2), COUNTS(1, 1, 1), COUNTS(2, 1));
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(f1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
-	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(*a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
 	xm_proc_close(b1);
 	/* A's INI QP, still e2's, now leads to no TGT */
-	expect_qp_counts(PROCS(a, b2), COUNTS(1, 1), COUNTS(1, 0));
+	expect_qp_counts(PROCS(*a, *b2), COUNTS(1, 1), COUNTS(1, 0));
+}
 
+/*
+ * Under 2b the TGT behind A's INI QP dies with B1 while B2's EP keeps the
+ * INI QP: B2 refuses that TGT for the next EP, which (D9a) connects on a
+ * fresh INI QP instead of failing, and the one after takes that INI QP
+ * rather than the same refusal.  `a_connects` false: the BIND direction,
+ * A is the passive side (B2 refuses A's BIND, A binds again).
+ */
+static void refused_tgt_retried(bool a_connects)
+{
+	struct xm_proc *a, *b2;
+	struct ofx_ep *e2, *f2, *e3, *f3;
+
+	setup(2);
+	open_peers_behind_a_dead_tgt(&a, &b2, &e2, &f2);
 	e3 = xm_ep_new(a);
 	f3 = xm_ep_new(b2);
-	xm_connect(a, e3, b2, f3, NULL, 0, NULL, 0);
-	expect_conn(a, e3, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
-	expect_conn(b2, f3, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	if (a_connects)
+		pair(a, e3, b2, f3, 1);
+	else
+		pair(b2, f3, a, e3, 1);
 	CU_ASSERT_EQUAL(stats(b2).refused, 1);
-
-	pair_over_new_ini(a, b2, 2);
+	CU_ASSERT_EQUAL(stats(a).ini_created, 2);
+	CU_ASSERT_EQUAL(stats(b2).ini_created, 1);
+	ping_pong(a, e3, a_connects ? 1000 : 2000, b2, f3, a_connects ? 2000 : 1000);
+	if (a_connects)
+		pair_over_new_ini(a, b2, 2);
 	/* the DEAD INI QP stays with e2 until e2 goes; the new one has its TGT */
 	expect_qp_counts(PROCS(a, b2), COUNTS(2, 1), COUNTS(1, 1));
 	teardown(2);
+}
+
+static void test_refused_tgt_check_marks_the_ini_dead_and_rebuilds(void)
+{
+	refused_tgt_retried(true);
+}
+
+static void test_refused_bind_is_sent_again_over_a_fresh_ini(void)
+{
+	refused_tgt_retried(false);
 }
 
 /*
@@ -1573,6 +1647,25 @@ static void test_broken_connection_tells_the_peer(void)
 #define N_CHURN 200
 
 /*
+ * A churn cycle's end: `ea` disconnects, both sides report it and reset;
+ * the cycle's INI QPs and their TGTs are gone.
+ */
+static void churn_cycle_end(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b,
+			    struct ofx_ep *eb)
+{
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
+	xm_pump();
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+	drain_sends(a);
+	drain_sends(b);
+}
+
+/*
  * Connect/disconnect churn between two processes: every cycle makes a new
  * INI QP pair (the last EP took the old one along), and the TGT made for
  * the old INI QP goes when its sender says the INI QP is gone.  One TGT
@@ -1589,19 +1682,9 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	for (int i = 0; i < N_CHURN; i++) {
 		pair(a, ea, b, eb, 1);
 		expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
-		CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-		xm_pump();
-		expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
-		expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
-		CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
-		xm_pump();
-		/* the cycle's INI QPs and their TGTs are gone */
-		expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+		churn_cycle_end(a, ea, b, eb);
 		for (int n = 0; n < 2; n++)
 			most = xm_tgts_on_node(n) > most ? xm_tgts_on_node(n) : most;
-		drain_sends(a);
-		drain_sends(b);
 	}
 	CU_ASSERT(most <= 1);
 	CU_ASSERT_EQUAL(stats(a).ini_created, N_CHURN);
@@ -1613,6 +1696,57 @@ static void test_connect_disconnect_churn_keeps_the_tgt_count_bounded(void)
 	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 0);
 	CU_ASSERT_EQUAL(stats(a).tgt_handles, 0);
 	CU_ASSERT_EQUAL(stats(b).tgt_handles, 0);
+	teardown(2);
+}
+
+#define N_RETRY_CHURN 20
+
+/*
+ * D10: the same churn over the rdma_cm carrier, where every INI request
+ * needs a second try: on odd cycles the first accept fails (the TGT made
+ * for it never reached the sender), on even ones its REP is lost (the
+ * sender asks again while the first TGT is in RTR).  Every TGT made for a
+ * cycle's INI QPs goes with them: the count returns to 0 each time.
+ */
+static void test_ini_retries_under_churn_leave_no_tgt(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea, &b, &eb);
+	for (int i = 0; i < N_RETRY_CHURN; i++) {
+		/* A's INI request (the first of the cycle) fails its first try */
+		if (i % 2)
+			xm_ini_accept_failures = 1;
+		else
+			xm_ini_reps_lost = 1;
+		pair(a, ea, b, eb, 1);
+		CU_ASSERT_EQUAL(xm_ini_accept_failures + xm_ini_reps_lost, 0);
+		CU_ASSERT_EQUAL(stats(b).tgt_created, 2ul * (i + 1));
+		CU_ASSERT_EQUAL(stats(a).tgt_created, (unsigned long)i + 1);
+		CU_ASSERT_EQUAL(send_msg(ea, "again", 1), DAT_SUCCESS);
+		expect_recv(b, eb, 2000, "again");
+		churn_cycle_end(a, ea, b, eb);
+		CU_ASSERT_EQUAL(stats(a).tgt_handles + stats(b).tgt_handles, 0);
+	}
+	CU_ASSERT_EQUAL(stats(a).ini_created, N_RETRY_CHURN);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost + stats(b).ctl_lost, 0);
+
+	/* every try's accept fails: no INI-CLOSE will come, B keeps no TGT anyway */
+	xm_ini_accept_failures = OFX_XRC_CTL_TRIES;
+	post_recv(eb, 2001);
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, 2ul * N_RETRY_CHURN + OFX_XRC_CTL_TRIES);
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+	/* A presumes B gone and says nothing: B's EP waits until its consumer ends it */
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(eb, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
 	teardown(2);
 }
 
@@ -1919,6 +2053,115 @@ static void test_tgt_creator_killed_while_connected_breaks_the_shared_ini(void)
 }
 
 /* ---- issue 14 leftovers: DAT-level sequences over the model's rdma_cm ------- */
+
+/*
+ * D1a: an EP with 20 request SGEs, which an mlx5 RC QP holds (192 + 320
+ * bytes) but no XRC INI QP (208 + 320), makes no offer as the active side
+ * and declines one as the passive side: both connections run over RC, and
+ * the probe QP is gone.
+ */
+static void test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb, *ea2, *eb2;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	int qps;
+
+	setup(2);
+	xm_device = &xm_dev_mlx5;
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	psp = psp_open(b);
+	/* active: no offer (an RC REQ carries the consumer's bytes raw) */
+	ea = ep_with_iov(a, 20);
+	eb = xm_ep_new(b);
+	post_recv(eb, 1);
+	cr = dat_request(a, ea, b, psp, NULL, 0);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea, NULL, 0);
+	expect_established(b, eb, NULL, 0);
+	CU_ASSERT_EQUAL(stats(b).conn_rc, 1);
+	CU_ASSERT_EQUAL(stats(a).ini_created + stats(b).ini_created, 0);
+	/* the model carries no RC traffic: both QPs are up, with their 20 SGEs */
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ea->qp);
+	CU_ASSERT_EQUAL(ea->qp->state, IBV_QPS_RTS);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 2);
+
+	/* passive: a plain EP's offer is declined; the probe's answer is kept */
+	qps = fake_verbs.qps;
+	ea2 = xm_ep_new(a);
+	eb2 = ep_with_iov(b, 20);
+	cr = dat_request(a, ea2, b, psp, "req", 4);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb2, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea2, NULL, 0);
+	expect_established(b, eb2, NULL, 0);
+	CU_ASSERT_EQUAL(stats(a).conn_rc, 1);	/* the REP answered ea2's offer */
+	CU_ASSERT_EQUAL(stats(b).conn_rc, 2);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc + stats(b).conn_xrc, 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 4);
+	CU_ASSERT_EQUAL(fake_verbs.qps, qps + 2);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
+#define N_INFLIGHT 8
+
+/*
+ * D7: N dat_ep_connects in flight at once from one process to an XRC peer.
+ * Each REQ names an RC QP of its own (a stock peer would accept it), so the
+ * active side's peak of RC QPs is N; each goes with its XRC answer, the
+ * passive side makes none, and none is left once all are established.
+ */
+static void test_rc_qp_peak_is_the_connects_in_flight(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea[N_INFLIGHT], *eb[N_INFLIGHT];
+	DAT_CR_HANDLE cr[N_INFLIGHT];
+	DAT_PSP_HANDLE psp;
+	DAT_EVENT ev;
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea[0], &b, &eb[0]);
+	psp = psp_open(b);
+	for (int i = 0; i < N_INFLIGHT; i++) {
+		if (i)
+			ea[i] = xm_ep_new(a);
+		if (i)
+			eb[i] = xm_ep_new(b);
+		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+					       DAT_CONNECT_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	}
+	xm_pump();
+	CU_ASSERT_EQUAL(stats(a).rc_qps, N_INFLIGHT);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), N_INFLIGHT);
+	for (int i = 0; i < N_INFLIGHT; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
+	}
+	for (int i = 0; i < N_INFLIGHT; i++)
+		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_all_established(a, ea, N_INFLIGHT);
+	expect_all_established(b, eb, N_INFLIGHT);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc, N_INFLIGHT);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, N_INFLIGHT);
+	CU_ASSERT_EQUAL(stats(a).rc_qps, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps, 0);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
 
 #define N_CLIENTS 4
 
@@ -2395,12 +2638,13 @@ static void test_mpi_crossing_connects_reject_reset_accept(void)
 /* ---- issue 14 leftovers: accept private data at the XRC and RC limits ------- */
 
 /*
- * Accept data travels in the 148-byte XRC answer up to OFX_XRC_ACCEPT_MAX
- * (120) bytes; more makes the connection RC, whose REP takes up to the IB
- * cap of 160 (stock's); dat_cr_accept refuses more (DAT_INVALID_PARAMETER,
- * arg 3) and leaves the CR for a second try.
+ * Accept data travels in the 148-byte XRC answer up to OFX_XRC_ACCEPT_REJ
+ * (120) bytes, and the rest, up to the IB cap of 160 (stock's, what a REP
+ * takes), after the CONFIRM-ACK (D8): every size runs over XRC, and A's
+ * ESTABLISHED has every byte.  dat_cr_accept refuses more
+ * (DAT_INVALID_PARAMETER, arg 3) and leaves the CR for a second try.
  */
-static void accept_with(int len, bool xrc_expected, bool refused)
+static void accept_with(int len, bool refused)
 {
 	unsigned char acc[200];
 	struct xm_proc *a, *b;
@@ -2422,32 +2666,19 @@ static void accept_with(int len, bool xrc_expected, bool refused)
 		expect_empty(a->conn_evd);
 		CU_ASSERT_EQUAL(eb->state, OFX_EP_UNCONNECTED);
 		len = OFX_XRC_ACCEPT_MAX; /* the CR is still there: the limit works */
-		xrc_expected = true;
 	}
 	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, len, acc), DAT_SUCCESS);
 	xm_pump();
 	expect_established(a, ea, acc, len);
 	expect_established(b, eb, NULL, 0);
-	CU_ASSERT_EQUAL(stats(a).conn_xrc, xrc_expected ? 1 : 0);
-	CU_ASSERT_EQUAL(stats(a).conn_rc, xrc_expected ? 0 : 1);
-	CU_ASSERT_EQUAL(stats(b).conn_xrc, xrc_expected ? 1 : 0);
-	CU_ASSERT_EQUAL(stats(b).conn_rc, xrc_expected ? 0 : 1);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc, 1);
+	CU_ASSERT_EQUAL(stats(a).conn_rc, 0);
+	CU_ASSERT_EQUAL(stats(b).conn_xrc, 1);
+	CU_ASSERT_EQUAL(stats(b).conn_rc, 0);
 	/* over RC each side keeps its QP, and no XRC QP or SRQ exists */
-	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), xrc_expected ? 0 : 2);
-	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), xrc_expected ? 2 : 0);
-	CU_ASSERT_EQUAL(fake_verbs.srqs, xrc_expected ? 2 : 0);
-	if (!xrc_expected) {
-		/* the REP: the consumer's bytes, our trailer at the end of 196 */
-		const struct rdma_conn_param *rep = &fake_cm.conn;	/* no connect after it */
-		struct ofx_pdata_hdr hdr;
-
-		CU_ASSERT_FATAL(fake_cm.accepts > 0);
-		CU_ASSERT_EQUAL(rep->private_data_len, 196);
-		CU_ASSERT_EQUAL(memcmp(rep->private_data, acc, (size_t)len), 0);
-		CU_ASSERT_EQUAL(ofx_pdata_decode(rep->private_data, 196, &hdr), 0);
-		CU_ASSERT_EQUAL(hdr.consumer_len, len);
-		CU_ASSERT_EQUAL(hdr.flags & OFX_PDATA_F_XRC, 0);
-	}
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 2);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
 	CU_ASSERT_EQUAL(ofx_ep_disconnect(ea, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
 	xm_pump();
 	expect_conn(a, ea, DAT_CONNECTION_EVENT_DISCONNECTED);
@@ -2461,13 +2692,13 @@ static void accept_with(int len, bool xrc_expected, bool refused)
 
 static void test_accept_data_at_the_xrc_and_rc_limits(void)
 {
-	accept_with(0, true, false);
-	accept_with(OFX_XRC_ACCEPT_MAX, true, false);		/* 120: the XRC answer */
-	accept_with(OFX_XRC_ACCEPT_MAX + 1, false, false);	/* 121: RC */
-	accept_with(160, false, false);				/* the IB cap */
-	accept_with(161, false, true);
-	accept_with(188, false, true);				/* 196 - trailer: refused too */
-	accept_with(189, false, true);
+	accept_with(0, false);
+	accept_with(OFX_XRC_ACCEPT_REJ, false);		/* 120: the XRC answer alone */
+	accept_with(OFX_XRC_ACCEPT_REJ + 1, false);	/* 121: 1 byte after the CONFIRM-ACK */
+	accept_with(OFX_XRC_ACCEPT_MAX, false);		/* 160: the IB cap, over XRC too */
+	accept_with(161, true);
+	accept_with(188, true);				/* 196 - trailer: refused too */
+	accept_with(189, true);
 }
 
 /*
@@ -2645,8 +2876,8 @@ static void test_process_close_spares_the_peers_other_eps(void)
 }
 
 /*
- * D1(b): P cannot make its own INI QP back to A (here: P's EP asks for 20
- * request SGEs, more than an mlx5 XRC WQE holds).  Its CONFIRM-ACK must
+ * D1(b): P cannot make its own INI QP back to A (here: its EP needs one
+ * with 5 SGEs and the device is out of resources).  Its CONFIRM-ACK must
  * fail the connection without saying that A's TGT was refused: A's INI QP
  * to P's node, which e1 shares, is healthy and stays READY for the next EP
  * (ini_created stays 1), and e1 keeps working.
@@ -2666,10 +2897,16 @@ static void test_peer_without_its_own_ini_qp_leaves_ours_alive(void)
 	pair(a, e1, b, f1, 2);
 	CU_ASSERT_EQUAL(stats(a).ini_created, 1);
 
+	/* 5 SGEs: B's INI QP back to A (made with 4) cannot take f2 */
 	e2 = xm_ep_new(a);
-	f2 = ep_with_iov(b, 20);
+	f2 = ep_with_iov(b, 5);
 	post_recv(f2, 1);
+	xm_autopump = false;
 	xm_connect(a, e2, b, f2, NULL, 0, NULL, 0);
+	xm_autopump = true;
+	xm_ini_create_errno = ENOMEM;
+	xm_pump();
+	xm_ini_create_errno = 0;
 	expect_conn(a, e2, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
 	expect_conn(b, f2, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
 	CU_ASSERT_EQUAL(stats(b).refused, 0);
@@ -3067,6 +3304,10 @@ CU_TestInfo ofx_test_xrc[] = {
 	{ "model refuses receives on xrc qps", test_model_refuses_receives_on_xrc_qps },
 	{ "model sizes xrc send queues as mlx5 does", test_model_mlx5_sizes_xrc_send_queues },
 	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
+	{ "rc qp peak is the connects in flight, none on the passive side or after",
+	  test_rc_qp_peak_is_the_connects_in_flight },
+	{ "ep with more request sges than an ini qp holds runs over rc (mlx5)",
+	  test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc },
 	{ "ini qp that cannot be made fails both sides cleanly",
 	  test_ini_qp_that_cannot_be_made_fails_both_sides },
 	{ "rdma_cm carrier negotiates read depths", test_rdma_cm_carrier_negotiates_read_depths },
@@ -3076,6 +3317,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rc_accept_grants_the_depths_the_peer_asked },
 	{ "rmr bind on an xrc connection is refused", test_rmr_bind_on_an_xrc_connection_is_refused },
 	{ "async events on an ini qp", test_async_events_on_an_ini_qp },
+	{ "srq error on an xrc srq breaks its ep alone, on the async evd too",
+	  test_srq_error_on_an_xrc_srq_breaks_its_ep_alone },
 	{ "srq destroy with unpolled receives spares other eps' completions",
 	  test_srq_destroy_with_unpolled_receives_spares_other_eps },
 	{ "broken shared ini qp flushes every ep's dtos",
@@ -3084,6 +3327,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_ini_qp_destroy_waits_for_its_async_event_without_the_lock },
 	{ "refused tgt check marks the ini qp dead, the next ep rebuilds it",
 	  test_refused_tgt_check_marks_the_ini_dead_and_rebuilds },
+	{ "refused bind is sent again over a fresh ini qp",
+	  test_refused_bind_is_sent_again_over_a_fresh_ini },
 	{ "broken connection tells the peer, which fences nothing to it",
 	  test_broken_connection_tells_the_peer },
 	{ "xrc eps own no rc qp: one ini qp per process and remote node",
@@ -3092,6 +3337,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_rc_qp_only_for_a_connection_over_rc },
 	{ "48-byte request (dtest) and the largest accept run over xrc",
 	  test_48_byte_request_and_largest_accept_run_over_xrc },
+	{ "ini requests tried again under churn leave no tgt behind",
+	  test_ini_retries_under_churn_leave_no_tgt },
 	{ "connect/disconnect churn keeps the tgt count bounded",
 	  test_connect_disconnect_churn_keeps_the_tgt_count_bounded },
 	{ "tgt creator killed, 2a: the tgt stays, traffic goes on, no tgt leaks",
@@ -3108,7 +3355,7 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_eps_sharing_an_ini_qp_each_get_their_request_queue },
 	{ "mpi crossing connects: reject, reset and accept on the same ep",
 	  test_mpi_crossing_connects_reject_reset_accept },
-	{ "accept data at the xrc and rc limits (120, 121, 160, 161, 188, 189)",
+	{ "accept data up to the ib cap runs over xrc (120, 121, 160; 161, 188, 189 refused)",
 	  test_accept_data_at_the_xrc_and_rc_limits },
 	{ "undersized receive, sender polls first: the shared ini qp dies, peers told",
 	  test_undersized_receive_sender_polls_first },

@@ -137,6 +137,8 @@ struct xm_ctl {
 bool xm_rnr_limited;
 bool xm_autopump = true;
 bool xm_use_cm;
+int xm_ini_accept_failures, xm_ini_reps_lost;
+int xm_ini_create_errno;
 const struct xm_device *xm_device = &xm_dev_toy;
 const struct xm_device *xm_profile = &xm_dev_toy;
 
@@ -746,6 +748,10 @@ static struct ibv_qp *m_create_qp_ex(struct ibv_context *ctx, struct ibv_qp_init
 	struct xm_qp *q;
 	int ret;
 
+	if (attr->qp_type == IBV_QPT_XRC_SEND && xm_ini_create_errno) {
+		errno = xm_ini_create_errno;
+		return NULL;
+	}
 	/* a TGT has no send queue; the others obey the device's sizing */
 	if (attr->qp_type != IBV_QPT_XRC_RECV) {
 		ret = d->sq_check(d, attr->qp_type, &attr->cap);
@@ -1450,6 +1456,7 @@ struct xm_id {
 	 */
 	uint8_t responder_resources, initiator_depth;
 	enum { XM_ID_IDLE, XM_ID_ADDR, XM_ID_ROUTE } resolved;
+	bool req_rcvd;			/* a passive end that neither accepted nor rejected yet */
 	struct ibv_sa_path_rec path;	/* id->route.path_rec once the route is resolved */
 };
 
@@ -1513,11 +1520,16 @@ static void id_release(struct fake_obj *obj)
 	struct xm_id *m = container_of(obj, struct xm_id, fid.obj);
 	struct ofx_list *pos, *tmp;
 
-	/* a connected IB peer hears a DREQ */
+	/*
+	 * A connected IB peer hears a DREQ; one whose REQ was never answered
+	 * a REJ (the kernel's cm_destroy_id in REQ_RCVD: consumer defined).
+	 */
 	if (m->peer && m->peer->peer == m) {
 		m->peer->peer = NULL;
 		if (m->fid.id.ps == RDMA_PS_IB)
-			ev_queue(m->peer, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0, false);
+			ev_queue(m->peer, m->req_rcvd ? RDMA_CM_EVENT_REJECTED :
+					  RDMA_CM_EVENT_DISCONNECTED,
+				 m->req_rcvd ? 28 : 0, NULL, NULL, 0, false);
 	}
 	xm_for_each(pos, tmp, FAKE_ID)
 		if (id_at(pos)->peer == m)
@@ -1833,6 +1845,7 @@ static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 	n->fid.id.route.addr.src_storage = l->fid.id.route.addr.src_storage;
 	n->fid.id.route.addr.dst_storage = id->route.addr.src_storage;
 	n->peer = m;
+	n->req_rcvd = true;
 	m->peer = n;
 	ev_queue_cp(n, RDMA_CM_EVENT_CONNECT_REQUEST, 0, l, param->private_data,
 		    param->private_data_len, id->ps == RDMA_PS_UDP, param);
@@ -1847,8 +1860,23 @@ static int m_accept(struct rdma_cm_id *id, struct rdma_conn_param *param)
 		errno = EINVAL;
 		return -1;
 	}
+	if (id->ps == RDMA_PS_IB && xm_ini_accept_failures > 0) {
+		xm_ini_accept_failures--;
+		errno = EINVAL;
+		return -1;
+	}
 	if (fake_verbs_core.accept(id, param))
 		return -1;
+	m->req_rcvd = false;
+	if (id->ps == RDMA_PS_IB && m->peer && xm_ini_reps_lost > 0) {
+		/* the REP never arrives: the REQ's retries time out, and the REP's */
+		xm_ini_reps_lost--;
+		ev_queue(m->peer, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0, false);
+		ev_queue(m, RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0, false);
+		m->peer->peer = NULL;
+		m->peer = NULL;
+		return 0;
+	}
 	m->qp_num = param->qp_num;
 	m->responder_resources = param->responder_resources;
 	m->initiator_depth = param->initiator_depth;
@@ -1876,6 +1904,8 @@ static int m_reject(struct rdma_cm_id *id, const void *pdata, uint8_t len)
 	xm_for_each(pos, tmp, FAKE_ID) {
 		struct xm_id *m = id_at(pos);
 
+		if (&m->fid.id == id)
+			m->req_rcvd = false;
 		if (&m->fid.id == id && m->peer) {
 			ev_queue(m->peer, RDMA_CM_EVENT_REJECTED, 28, NULL, pdata, len, false);
 			m->peer->peer = NULL;
@@ -2052,6 +2082,13 @@ void xm_async_qp_event(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type
 	ofx_ia_async_event(&p->ia, &ev);
 }
 
+void xm_async_srq_event(struct xm_proc *p, struct ibv_srq *srq, enum ibv_event_type type)
+{
+	struct ibv_async_event ev = { .element.srq = srq, .event_type = type };
+
+	ofx_ia_async_event(&p->ia, &ev);
+}
+
 struct rdma_cm_id *xm_cm_request(struct xm_proc *from, struct xm_proc *to,
 				 const struct rdma_conn_param *req, struct rdma_cm_id **active_p,
 				 struct rdma_conn_param *ev_p)
@@ -2141,16 +2178,16 @@ void xm_pump(void)
 		busy = false;
 		while (nctl) {
 			struct xm_ctl c = ctlq[0];
-			uint8_t ans[OFX_XRC_CTL_LEN];
+			uint8_t ans[OFX_XRC_CTL_ANSWER_MAX];
 			struct xm_proc *to = proc_at(&c.to, c.port);
-			bool answered;
+			int len = -1;
 
 			memmove(&ctlq[0], &ctlq[1], --nctl * sizeof(ctlq[0]));
-			answered = to && !ofx_xrc_ctl_request(&to->ia,
-							      (struct sockaddr *)&c.from->ia.addr,
-							      c.msg, ans);
+			if (to)
+				len = ofx_xrc_ctl_request(&to->ia, (struct sockaddr *)&c.from->ia.addr,
+							  c.msg, ans);
 			if (!c.from->dead)
-				ofx_xrc_ctl_answer(&c.from->ia, c.msg, answered ? ans : NULL);
+				ofx_xrc_ctl_answer(&c.from->ia, c.msg, len > 0 ? ans : NULL, len);
 			busy = true;
 		}
 		if (cm_pump(true))
@@ -2213,6 +2250,7 @@ void xm_init(void)
 	xm_rnr_limited = false;
 	xm_autopump = true;
 	xm_use_cm = false;
+	xm_ini_accept_failures = xm_ini_reps_lost = xm_ini_create_errno = 0;
 	fabric_init();
 }
 

@@ -128,6 +128,15 @@ extern bool xm_use_cm;
  * the same address.
  */
 extern int xm_route_errors;
+/*
+ * The next that many INI connections (RDMA_PS_IB) under xm_use_cm: their
+ * rdma_accept fails (EINVAL; the id's destroy then REJects the REQ), or
+ * their REP is lost (both ends get UNREACHABLE, -ETIMEDOUT, once the
+ * acceptor made its TGT).  Either way the sender tries again.
+ */
+extern int xm_ini_accept_failures, xm_ini_reps_lost;
+/* When set, creating an INI QP (XRC_SEND) fails with it (a device out of resources). */
+extern int xm_ini_create_errno;
 void xm_node_renumber(int node);
 void xm_node_replace(int node);
 
@@ -214,6 +223,8 @@ int xm_srq_posted(struct ibv_srq *srq);
  * QP_FATAL first moves the QP to error and flushes what it holds.
  */
 void xm_async_qp_event(struct xm_proc *p, struct ibv_qp *qp, enum ibv_event_type type);
+/* The device reports `type` (SRQ_ERR, SRQ_LIMIT_REACHED) for `srq` on `p`'s async fd. */
+void xm_async_srq_event(struct xm_proc *p, struct ibv_srq *srq, enum ibv_event_type type);
 /*
  * The device reports `type` for `qp` and the async thread has not run the
  * handler yet: ibv_destroy_qp of `qp` then waits until it has (the model
