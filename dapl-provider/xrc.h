@@ -155,8 +155,9 @@ struct ofx_evd;
  *    posts a signaled zero-length RDMA WRITE (the fence) behind the EP's
  *    sends on the INI QP; when it completes every earlier send of the EP
  *    has landed, and it sends DISC {conn_id, srqns}.  The progress thread
- *    polls the request EVD for the fence's completion (the consumer may
- *    not) and goes on without it after cm_timeout_ms.  The peer answers
+ *    watches the request EVD's completion channel (the consumer may not
+ *    poll it): the fence's completion wakes it, and a one-shot timer at
+ *    cm_timeout_ms goes on without it.  The peer answers
  *    DISC-ACK at once, reports DISCONNECTED to its consumer if it was
  *    connected and then does the same in its direction.  The side that
  *    began reports DISCONNECTED, and each side destroys its SRQ, once it
