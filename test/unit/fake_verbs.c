@@ -18,7 +18,8 @@
 struct fake_verbs fake_verbs;
 
 static DAT_PROVIDER fake_provider;
-static int fake_dummy_ctx;
+/* a context with no device: logs name it "(none)" */
+static struct ibv_context fake_dummy_ctx;
 
 /* ---- objects ---------------------------------------------------------------- */
 
@@ -913,7 +914,7 @@ void fake_ia_init(struct ofx_ia *ia)
 	ofx_rmr_index_init(&ia->rmr_index);
 	ofx_list_init(&ia->objects);
 	ofx_list_init(&ia->zombies);
-	ia->verbs = (struct ibv_context *)&fake_dummy_ctx;
+	ia->verbs = &fake_dummy_ctx;
 	ia->dev_attr.max_cqe = 1024;
 	ia->cfg.cq_batch = 16;
 }
