@@ -227,6 +227,29 @@ static void phase_dequeue(const struct bench *b, int ops)
 	}
 }
 
+/* The dequeue of an event already in the EVD's ring (a drain queued it). */
+static void phase_dequeue_queued(const struct bench *b, int ops)
+{
+	DAT_EVENT ev;
+	DAT_RETURN st;
+
+	for (int i = 0; i < ops; i++) {
+		for (int k = 0; k < 2; k++) {
+			CHECK(ofx_ep_post_rdma_write(b->ep, 1, (DAT_LMR_TRIPLET *)&b->iov,
+						     cookie_of(2 * i + k), &b->rmr,
+						     DAT_COMPLETION_DEFAULT_FLAG) == DAT_SUCCESS);
+			complete(b, last_send_wr_id(), IBV_WC_RDMA_WRITE, 1024);
+		}
+		drain_one(b, DAT_DTO_RDMA_WRITE, 2 * i, 1024);	/* queues the second */
+		CALLGRIND_TOGGLE_COLLECT;
+		st = ofx_evd_dequeue(b->dto_evd, &ev);
+		CALLGRIND_TOGGLE_COLLECT;
+		CHECK(st == DAT_SUCCESS &&
+		      ev.event_data.dto_completion_event_data.user_cookie.as_64 ==
+			      (uint64_t)(2 * i + 1));
+	}
+}
+
 static void phase_dequeue_empty(const struct bench *b, int ops)
 {
 	DAT_EVENT ev;
@@ -280,6 +303,7 @@ static void bench_run(void)
 		run_phase(&b, "post_send", bench_ops, phase_post_send);
 		run_phase(&b, "post_recv", bench_ops, phase_post_recv);
 		run_phase(&b, "dequeue_completion", bench_ops, phase_dequeue);
+		run_phase(&b, "dequeue_queued", bench_ops, phase_dequeue_queued);
 		run_phase(&b, "dequeue_empty", bench_ops, phase_dequeue_empty);
 	}
 	bench_fini(&b);
