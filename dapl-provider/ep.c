@@ -937,6 +937,21 @@ static inline uint64_t ep_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
 	return total;
 }
 
+/*
+ * The segment list's checks (arguments 2 and 3 of a post).  One segment,
+ * the common case, is in range whenever the EP takes any: two tests.
+ */
+static inline DAT_RETURN ep_iov_check(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_COUNT max)
+{
+	if (ofx_likely(n == 1 && max > 0))
+		return ofx_likely(iov != NULL) ? DAT_SUCCESS : OFX_INVALID_ARG(3);
+	if (n < 0 || n > max)
+		return OFX_INVALID_ARG(2);
+	if (n && !iov)
+		return OFX_INVALID_ARG(3);
+	return DAT_SUCCESS;
+}
+
 _Static_assert(sizeof(DAT_LMR_TRIPLET) == sizeof(struct ibv_sge),
 	       "DAT_LMR_TRIPLET must match struct ibv_sge");
 _Static_assert(offsetof(DAT_LMR_TRIPLET, lmr_context) == offsetof(struct ibv_sge, lkey),
@@ -1053,16 +1068,9 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	DAT_RETURN status;
 	int ret;
 
-	/* one segment, the common case, is in range whenever the EP takes any */
-	if (ofx_likely(p->n == 1 && ep->attr.max_request_iov > 0)) {
-		if (ofx_unlikely(!p->iov))
-			return OFX_INVALID_ARG(3);
-	} else {
-		if (p->n < 0 || p->n > ep->attr.max_request_iov)
-			return OFX_INVALID_ARG(2);
-		if (p->n && !p->iov)
-			return OFX_INVALID_ARG(3);
-	}
+	status = ep_iov_check(p->n, p->iov, ep->attr.max_request_iov);
+	if (ofx_unlikely(status != DAT_SUCCESS))
+		return status;
 	if (ofx_unlikely(!ofx_ep_conn_may_send(ep)))
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
 	/* a single 32-bit segment cannot overflow: the compiler drops the test */
@@ -1351,6 +1359,7 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
 	struct ofx_cookie *ck;
 	struct ibv_sge *sges;
+	DAT_RETURN status;
 	uint64_t total;
 	int ret = 0;
 
@@ -1359,10 +1368,9 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	/* a predicted branch, then the own queue's post inline (ep_recv.h) */
 	if (ep->srq)	/* srq: data path */
 		return ep->recv->post(ep, n, iov, cookie, flags);
-	if (n < 0 || n > ep->attr.max_recv_iov)
-		return OFX_INVALID_ARG(2);
-	if (n && !iov)
-		return OFX_INVALID_ARG(3);
+	status = ep_iov_check(n, iov, ep->attr.max_recv_iov);
+	if (ofx_unlikely(status != DAT_SUCCESS))
+		return status;
 	if (flags & ~OFX_DTO_FLAGS_VALID)
 		return OFX_INVALID_ARG(5);
 	total = ep_iov_total(n, iov);
