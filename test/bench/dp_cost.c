@@ -90,18 +90,10 @@ static void complete(const struct bench *b, uint64_t wr_id, enum ibv_wc_opcode o
 static void bench_init(struct bench *b)
 {
 	DAT_REGION_DESCRIPTION region = { .for_va = buf };
-	DAT_EP_ATTR attr = {
-		.service_type = DAT_SERVICE_TYPE_RC,
-		.max_message_size = 4096,
-		.max_rdma_size = 4096,
-		.max_recv_dtos = 16,
-		.max_request_dtos = 16,
-		.max_recv_iov = 1,
-		.max_request_iov = 1,
-		.max_rdma_read_in = 4,
-		.max_rdma_read_out = 4,
-	};
+	DAT_EP_ATTR attr = fake_rc_ep_attr;
 	struct ofx_ep *ep;
+
+	attr.max_recv_dtos = attr.max_request_dtos = 16;
 
 	fake_verbs_install();
 	fake_post_recv = fake_verbs.ops.post_recv;
@@ -177,33 +169,24 @@ static void phase_post_rdma(const struct bench *b, int ops, bool read)
 	}
 }
 
-static void phase_post_send(const struct bench *b, int ops)
+/* A send, or a receive (the fake records no receive: bench_post_recv does). */
+static void phase_post_msg(const struct bench *b, int ops, bool recv)
 {
 	DAT_RETURN st;
 
 	for (int i = 0; i < ops; i++) {
 		CALLGRIND_TOGGLE_COLLECT;
-		st = ofx_ep_post_send(b->ep, 1, (DAT_LMR_TRIPLET *)&b->iov, cookie_of(i),
-				      DAT_COMPLETION_DEFAULT_FLAG);
+		if (recv)
+			st = ofx_ep_post_recv(b->ep, 1, (DAT_LMR_TRIPLET *)&b->iov, cookie_of(i),
+					      DAT_COMPLETION_DEFAULT_FLAG);
+		else
+			st = ofx_ep_post_send(b->ep, 1, (DAT_LMR_TRIPLET *)&b->iov, cookie_of(i),
+					      DAT_COMPLETION_DEFAULT_FLAG);
 		CALLGRIND_TOGGLE_COLLECT;
 		CHECK(st == DAT_SUCCESS);
-		complete(b, last_send_wr_id(), IBV_WC_SEND, 1024);
-		drain_one(b, DAT_DTO_SEND, i, 1024);
-	}
-}
-
-static void phase_post_recv(const struct bench *b, int ops)
-{
-	DAT_RETURN st;
-
-	for (int i = 0; i < ops; i++) {
-		CALLGRIND_TOGGLE_COLLECT;
-		st = ofx_ep_post_recv(b->ep, 1, (DAT_LMR_TRIPLET *)&b->iov, cookie_of(i),
-				      DAT_COMPLETION_DEFAULT_FLAG);
-		CALLGRIND_TOGGLE_COLLECT;
-		CHECK(st == DAT_SUCCESS);
-		complete(b, last_recv_wr_id, IBV_WC_RECV, 100);
-		drain_one(b, DAT_DTO_RECEIVE, i, 100);
+		complete(b, recv ? last_recv_wr_id : last_send_wr_id(),
+			 recv ? IBV_WC_RECV : IBV_WC_SEND, recv ? 100 : 1024);
+		drain_one(b, recv ? DAT_DTO_RECEIVE : DAT_DTO_SEND, i, recv ? 100 : 1024);
 	}
 }
 
@@ -283,6 +266,16 @@ static void phase_rdma_write(const struct bench *b, int ops)
 static void phase_rdma_read(const struct bench *b, int ops)
 {
 	phase_post_rdma(b, ops, true);
+}
+
+static void phase_post_send(const struct bench *b, int ops)
+{
+	phase_post_msg(b, ops, false);
+}
+
+static void phase_post_recv(const struct bench *b, int ops)
+{
+	phase_post_msg(b, ops, true);
 }
 
 static int bench_ops;

@@ -769,6 +769,29 @@ static void test_suppressed_completion_queues_nothing(void)
 }
 
 /*
+ * Two sends (`first`, first + 1) were in the CQ: the dequeue hands out the
+ * first and has queued the second behind it, the CQ empty; then the second,
+ * then nothing, every slot of the EP retired.
+ */
+static void expect_one_handed_one_queued(struct ofx_evd *dto, struct ofx_ep *ep, uint64_t first)
+{
+	DAT_EVENT ev;
+
+	memset(&ev, 0xff, sizeof(ev));
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, dto);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, first);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 64);
+	CU_ASSERT_EQUAL(dto->count, 1);
+	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, first + 1);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+}
+
+/*
  * A dequeue on an empty ring hands the oldest new event straight to the
  * caller and queues the rest of the batch behind it; a suppressed success in
  * between is skipped, not delivered as an empty event.
@@ -778,7 +801,6 @@ static void test_dequeue_from_cq_keeps_order_and_skips_silent_work(void)
 	struct ofx_ep *ep;
 	struct ofx_evd *dto;
 	struct ibv_wc wc;
-	DAT_EVENT ev;
 
 	setup();
 	ep = fake_ep_new(64);
@@ -789,17 +811,7 @@ static void test_dequeue_from_cq_keeps_order_and_skips_silent_work(void)
 	wc = fake_send_wc(ep, 2);
 	fake_cq_push(dto, &wc);
 
-	memset(&ev, 0xff, sizeof(ev));
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
-	CU_ASSERT_PTR_EQUAL(ev.evd_handle, dto);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1);
-	CU_ASSERT_EQUAL(dto->count, 1);
-	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2);
-	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
-	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	expect_one_handed_one_queued(dto, ep, 1);
 	ofx_evd_destroy(dto);
 	fake_ep_delete(ep);
 	teardown();
@@ -848,15 +860,7 @@ static void test_dequeue_of_one_completion_matches_a_drain_pass(void)
 	fake_cq_push(dto, &wc);
 	wc = fake_send_wc(ep, 4);
 	fake_cq_push(dto, &wc);
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 3);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 64);
-	CU_ASSERT_EQUAL(dto->count, 1);
-	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 4);
-	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
-	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	expect_one_handed_one_queued(dto, ep, 3);
 	ofx_evd_destroy(dto);
 	fake_ep_delete(ep);
 	teardown();
