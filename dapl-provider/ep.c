@@ -937,6 +937,21 @@ static inline uint64_t ep_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
 	return total;
 }
 
+/*
+ * The segment list's checks (arguments 2 and 3 of a post).  One segment,
+ * the common case, is in range whenever the EP takes any: two tests.
+ */
+static inline DAT_RETURN ep_iov_check(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_COUNT max)
+{
+	if (ofx_likely(n == 1 && max > 0))
+		return ofx_likely(iov != NULL) ? DAT_SUCCESS : OFX_INVALID_ARG(3);
+	if (n < 0 || n > max)
+		return OFX_INVALID_ARG(2);
+	if (n && !iov)
+		return OFX_INVALID_ARG(3);
+	return DAT_SUCCESS;
+}
+
 _Static_assert(sizeof(DAT_LMR_TRIPLET) == sizeof(struct ibv_sge),
 	       "DAT_LMR_TRIPLET must match struct ibv_sge");
 _Static_assert(offsetof(DAT_LMR_TRIPLET, lmr_context) == offsetof(struct ibv_sge, lkey),
@@ -978,6 +993,13 @@ static inline unsigned int sq_send_flags(struct ofx_cookie_ring *ring, struct of
 {
 	unsigned int send_flags = IBV_SEND_SIGNALED;
 
+	/* the common post, signaled with nothing else: one test */
+	if (ofx_likely(!(flags & (DAT_COMPLETION_SUPPRESS_FLAG | DAT_COMPLETION_SOLICITED_WAIT_FLAG |
+				  DAT_COMPLETION_BARRIER_FENCE_FLAG)))) {
+		ck->flags = 0;
+		ring->unsignaled = 0;
+		return IBV_SEND_SIGNALED;
+	}
 	if (flags & DAT_COMPLETION_SUPPRESS_FLAG) {
 		ck->flags = OFX_COOKIE_F_SUPPRESS;
 		if (++ring->unsignaled < ring->size / 2)
@@ -1046,12 +1068,12 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	DAT_RETURN status;
 	int ret;
 
-	if (ofx_unlikely(p->n < 0 || p->n > ep->attr.max_request_iov))
-		return OFX_INVALID_ARG(2);
-	if (ofx_unlikely(p->n && !p->iov))
-		return OFX_INVALID_ARG(3);
+	status = ep_iov_check(p->n, p->iov, ep->attr.max_request_iov);
+	if (ofx_unlikely(status != DAT_SUCCESS))
+		return status;
 	if (ofx_unlikely(!ofx_ep_conn_may_send(ep)))
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
+	/* a single 32-bit segment cannot overflow: the compiler drops the test */
 	total = ep_iov_total(p->n, p->iov);
 	if (ofx_unlikely(total > UINT32_MAX))
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
@@ -1263,28 +1285,35 @@ DAT_RETURN ofx_ep_post_rdma_read_to_rmr(DAT_EP_HANDLE ep_handle, const DAT_RMR_T
 	return DAT_MODEL_NOT_SUPPORTED;
 }
 
-static struct ibv_sge *recv_slot_sges(struct ofx_ep *ep, const struct ofx_cookie *ck)
+static inline struct ibv_sge *recv_slot_sges(struct ofx_ep *ep, const struct ofx_cookie *ck)
 {
 	uint32_t per = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
 
 	return &ep->recv_sges[(ck->seq % ep->recv_ring.size) * per];
 }
 
-static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, int nsge)
+/* Logs a refused receive (out of line: never on the fast path). */
+static __attribute__((noinline, cold)) int rq_post_failed(const struct ibv_qp *qp, int ret)
+{
+	ofx_warn("post recv on qp 0x%x: %s", qp->qp_num, strerror(-ret));
+	return ret;
+}
+
+/* Inlined into dat_ep_post_recv, which has the slot's segments at hand. */
+static inline __attribute__((always_inline)) int
+ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges, int nsge)
 {
 	struct ibv_recv_wr wr = {
 		.wr_id = (uintptr_t)ck,
-		.sg_list = recv_slot_sges(ep, ck),
+		.sg_list = sges,
 		.num_sge = nsge,
 	}, *bad;
 	int ret;
 
-	if (ep->xrc)	/* transport: data path (ep_transport.h) */
+	if (ofx_unlikely(ep->xrc))	/* transport: data path (ep_transport.h) */
 		return ofx_xrc_post_recv(ep, &wr);
 	ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
-	if (ret)
-		ofx_warn("post recv on qp 0x%x: %s", ep->qp->qp_num, strerror(-ret));
-	return ret;
+	return ofx_unlikely(ret) ? rq_post_failed(ep->qp, ret) : 0;
 }
 
 /*
@@ -1329,6 +1358,8 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
 	struct ofx_cookie *ck;
+	struct ibv_sge *sges;
+	DAT_RETURN status;
 	uint64_t total;
 	int ret = 0;
 
@@ -1337,10 +1368,9 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	/* a predicted branch, then the own queue's post inline (ep_recv.h) */
 	if (ep->srq)	/* srq: data path */
 		return ep->recv->post(ep, n, iov, cookie, flags);
-	if (n < 0 || n > ep->attr.max_recv_iov)
-		return OFX_INVALID_ARG(2);
-	if (n && !iov)
-		return OFX_INVALID_ARG(3);
+	status = ep_iov_check(n, iov, ep->attr.max_recv_iov);
+	if (ofx_unlikely(status != DAT_SUCCESS))
+		return status;
 	if (flags & ~OFX_DTO_FLAGS_VALID)
 		return OFX_INVALID_ARG(5);
 	total = ep_iov_total(n, iov);
@@ -1358,12 +1388,15 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	ck->len = (uint32_t)total;
 	ck->op = OFX_OP_RECV;
 	ck->flags = (flags & DAT_COMPLETION_SUPPRESS_FLAG) ? OFX_COOKIE_F_SUPPRESS : 0;
-	if (n)
-		memcpy(recv_slot_sges(ep, ck), iov, n * sizeof(struct ibv_sge));
+	sges = recv_slot_sges(ep, ck);
+	if (ofx_likely(n == 1))
+		sges[0] = *(const struct ibv_sge *)iov;
+	else if (n)
+		memcpy(sges, iov, n * sizeof(struct ibv_sge));
 	ck->nsge = (uint8_t)n;
 
 	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
-		ret = ep_post_one_recv(ep, ck, n);
+		ret = ep_post_one_recv(ep, ck, sges, n);
 		if (ret)
 			return ofx_dat_status(ret, OFX_OBJ_EP);
 		ofx_cookie_ring_commit(&ep->recv_ring);
@@ -1371,7 +1404,7 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 		/* The QP cannot take receives yet: hold it, unless it just went live. */
 		pthread_mutex_lock(&ep->lock);
 		if (atomic_load(&ep->recv_live))
-			ret = ep_post_one_recv(ep, ck, n);
+			ret = ep_post_one_recv(ep, ck, sges, n);
 		if (!ret)
 			ofx_cookie_ring_commit(&ep->recv_ring);
 		pthread_mutex_unlock(&ep->lock);
@@ -1421,7 +1454,7 @@ int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first)
 	for (seq = atomic_load(&ring->tail); seq < head; seq++) {
 		struct ofx_cookie *ck = &ring->slots[seq % ring->size];
 
-		ret = ep_post_one_recv(ep, ck, ck->nsge);
+		ret = ep_post_one_recv(ep, ck, recv_slot_sges(ep, ck), ck->nsge);
 		if (ret)
 			return ret;
 	}

@@ -579,69 +579,90 @@ static inline DAT_COUNT evd_tail_locked(const struct ofx_evd *evd)
 }
 
 /*
+ * Converts one polled batch into events (evd->lock held).  With *direct_p
+ * set, the first event goes straight into that DAT_EVENT rather than
+ * through the ring and *direct_p is cleared: it is the oldest, and it saves
+ * a copy.  Owners' follow-ups are collected in `notify` (pointing into
+ * `wc`), counted in *nnotify_p.  Returns the number of events produced.
+ */
+static inline __attribute__((always_inline)) int
+evd_take_batch_locked(struct ofx_evd *evd, struct ibv_wc *wc, int got, DAT_EVENT **direct_p,
+		      struct evd_notify *notify, int *nnotify_p)
+{
+	DAT_EVENT *direct = direct_p ? *direct_p : NULL;
+	DAT_COUNT tail = evd_tail_locked(evd);
+	int added = 0, nnotify = *nnotify_p;
+	struct ofx_cookie_owner *nowner;
+
+	for (int i = 0; i < got; i++) {
+		DAT_EVENT *slot = direct ? direct : &evd->ring[tail];
+
+		if (ofx_dto_convert_inline(&wc[i], slot, &nowner)) {
+			slot->evd_handle = (DAT_EVD_HANDLE)evd;
+			added++;
+			if (slot == direct) {
+				direct = NULL;
+			} else {
+				evd->count++;
+				if (++tail == evd->qlen)
+					tail = 0;
+			}
+		}
+		if (ofx_unlikely(nowner != NULL)) {
+			notify[nnotify].owner = nowner;
+			notify[nnotify].wc = &wc[i];
+			nnotify++;
+		}
+	}
+	if (direct_p)
+		*direct_p = direct;
+	*nnotify_p = nnotify;
+	return added;
+}
+
+/* Completions polled per call: the batch, or what still fits the ring. */
+static inline int evd_poll_len(const struct ofx_evd *evd)
+{
+	int space = evd->qlen - evd->count;
+
+	return space < evd->poll_batch ? space : evd->poll_batch;
+}
+
+/*
  * One locked pass: polls batches into the ring until the CQ is empty or the
- * ring is full.  With *direct_p set (a dequeue that found the ring empty),
- * the first event goes straight into that DAT_EVENT rather than through the
- * ring and *direct_p is cleared: it is the oldest, and it saves a copy.
- * A batch that needs owners' follow-ups ends the pass (they are rare: RTR
- * and errors) so that `notify` still points into `wc`; *more_p then tells the
- * caller to run them unlocked and come back.  Returns the number of events
- * produced or -errno.  Inlined into its two callers: on the dequeue path the
- * call and its out-parameters cost more than the loop does for one event.
+ * ring is full (evd_take_batch_locked: *direct_p).  A batch that needs
+ * owners' follow-ups ends the pass (they are rare: RTR and errors) so that
+ * `notify` still points into `wc`; *more_p then tells the caller to run
+ * them unlocked and come back.  Returns the number of events produced or
+ * -errno.  Inlined into its callers: on the dequeue path the call and its
+ * out-parameters cost more than the loop does for one event.
  */
 static inline __attribute__((always_inline)) int
 evd_drain_cq_locked(struct ofx_evd *evd, struct ibv_cq *cq, DAT_EVENT **direct_p,
 		    struct ibv_wc *wc, struct evd_notify *notify, int *nnotify_p, bool *more_p)
 {
-	DAT_EVENT *direct = direct_p ? *direct_p : NULL;
-	int added = 0, nnotify = 0;
-	struct ofx_cookie_owner *nowner;
-	DAT_COUNT tail;
-	int space, n, got, i;
+	int added = 0, n, got;
 
 	*more_p = false;
+	*nnotify_p = 0;
 	for (;;) {
-		space = evd->qlen - evd->count;
-		if (space <= 0)
+		n = evd_poll_len(evd);
+		if (n <= 0)
 			break;
-		n = space < evd->poll_batch ? space : evd->poll_batch;
 		got = ofx_verbs->poll_cq(cq, n, wc);
 		if (ofx_unlikely(got < 0)) {
 			ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
 			added = -EIO;
 			break;
 		}
-		tail = evd_tail_locked(evd);
-		for (i = 0; i < got; i++) {
-			DAT_EVENT *slot = direct ? direct : &evd->ring[tail];
-
-			if (ofx_dto_convert_inline(&wc[i], slot, &nowner)) {
-				slot->evd_handle = (DAT_EVD_HANDLE)evd;
-				added++;
-				if (slot == direct) {
-					direct = NULL;
-				} else {
-					evd->count++;
-					if (++tail == evd->qlen)
-						tail = 0;
-				}
-			}
-			if (ofx_unlikely(nowner != NULL)) {
-				notify[nnotify].owner = nowner;
-				notify[nnotify].wc = &wc[i];
-				nnotify++;
-			}
-		}
-		if (ofx_unlikely(nnotify)) {
+		added += evd_take_batch_locked(evd, wc, got, direct_p, notify, nnotify_p);
+		if (ofx_unlikely(*nnotify_p)) {
 			*more_p = got == n;
 			break;
 		}
 		if (got < n)
 			break;
 	}
-	if (direct_p)
-		*direct_p = direct;
-	*nnotify_p = nnotify;
 	return added;
 }
 
@@ -1023,63 +1044,121 @@ out_unlock:
 	return status;
 }
 
-/*
- * dat_evd_dequeue on an empty ring: polls the CQ (under the lock) with the
- * first new event going straight to `event`.  Out of line so that the
- * dequeue of a queued event does not pay for the work completion arrays.
- */
-static __attribute__((noinline)) DAT_RETURN evd_dequeue_from_cq(struct ofx_evd *evd,
-								 DAT_EVENT *event)
+/* An event delivered before a failing poll is still the caller's. */
+static DAT_RETURN evd_dequeue_status(const DAT_EVENT *direct, int ret)
 {
-	struct ibv_wc wc[OFX_EVD_POLL_MAX];
+	if (ofx_likely(!direct))
+		return DAT_SUCCESS;
+	if (ret < 0)
+		return ofx_dat_status(ret, OFX_OBJ_EVD);
+	return DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
+}
+
+/*
+ * The dequeue's first batch (`got` of the `n` asked for, maybe an error)
+ * was not one evd_dequeue_from_cq settles alone: converts it and drains on
+ * as evd_drain_locked would have, then runs owners' follow-ups unlocked.
+ */
+static __attribute__((noinline)) DAT_RETURN
+evd_dequeue_batch(struct ofx_evd *evd, DAT_EVENT *event, struct ibv_wc *wc, int got, int n)
+{
 	struct evd_notify notify[OFX_EVD_POLL_MAX];
 	DAT_EVENT *direct = event;
-	DAT_RETURN status;
-	int ret, nnotify;
+	int ret, nnotify = 0;
 	bool more;
 
-	ret = evd_drain_locked(evd, &direct, wc, notify, &nnotify, &more);
+	if (got < 0) {
+		ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
+		ret = -EIO;
+	} else {
+		ret = evd_take_batch_locked(evd, wc, got, &direct, notify, &nnotify);
+		/* the rest of the pass: wc may be polled into again (no notify points there) */
+		if (!nnotify && got == n)
+			ret = evd_drain_locked(evd, &direct, wc, notify, &nnotify, &more);
+		else if (!nnotify && evd->n_old_cqs)
+			ret = evd_drain_old_cqs_locked(evd, &direct, wc, notify, &nnotify, &more);
+	}
 	if (ofx_unlikely(nnotify))
 		atomic_fetch_add(&evd->notify_inflight, 1);
-	/* an event delivered before a failing poll is still the caller's */
-	if (ofx_likely(!direct))
-		status = DAT_SUCCESS;
-	else if (ret < 0)
-		status = ofx_dat_status(ret, OFX_OBJ_EVD);
-	else
-		status = DAT_QUEUE_EMPTY;	/* bare: dtest -p compares with == */
 	pthread_mutex_unlock(&evd->lock);
 	if (ofx_unlikely(nnotify)) {
 		evd_run_notify(notify, nnotify);
 		evd_notify_done(evd);
 	}
+	return evd_dequeue_status(direct, ret);
+}
+
+/*
+ * dat_evd_dequeue on an empty ring (evd->lock held, evd->count 0; unlocks):
+ * polls the CQ, the first new event going straight to `event`.  The common
+ * outcomes are settled here: an empty CQ, and a single plain completion
+ * (the CQ then had no more: got < n); anything else, or an EVD with old CQs
+ * to drain as well, goes on in evd_dequeue_batch.  Inlined: a call of its own cost the
+ * empty dequeue a second prologue, more than the array's frame costs the
+ * dequeue of a queued event (one instruction).
+ */
+static inline __attribute__((always_inline)) DAT_RETURN
+evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
+{
+	struct ibv_wc wc[OFX_EVD_POLL_MAX];
+	/* evd_poll_len() of an empty ring */
+	int n = evd->qlen < evd->poll_batch ? evd->qlen : evd->poll_batch;
+	int got = ofx_verbs->poll_cq(evd->cq, n, wc);
+	struct ofx_cookie *slot;
+	DAT_RETURN status = DAT_QUEUE_EMPTY;
+
+	if (ofx_likely(!evd->n_old_cqs)) {
+		if (got == 0) {
+			pthread_mutex_unlock(&evd->lock);
+			return DAT_QUEUE_EMPTY;
+		}
+		slot = (struct ofx_cookie *)(uintptr_t)wc[0].wr_id;
+		if (got == 1 && n > 1 && dto_is_plain(&wc[0], slot)) {
+			if (ofx_likely(dto_convert_plain(&wc[0], slot, event))) {
+				event->evd_handle = (DAT_EVD_HANDLE)evd;
+				status = DAT_SUCCESS;
+			}
+			pthread_mutex_unlock(&evd->lock);
+			return status;
+		}
+	}
+	return evd_dequeue_batch(evd, event, wc, got, n);
+}
+
+/* dat_evd_dequeue of a catastrophic EVD or an empty one with no CQ (unlocks). */
+static __attribute__((noinline)) DAT_RETURN evd_dequeue_none(struct ofx_evd *evd)
+{
+	DAT_RETURN status = evd->catastrophic ? evd_err_state(DAT_NO_SUBTYPE) : DAT_QUEUE_EMPTY;
+
+	pthread_mutex_unlock(&evd->lock);
 	return status;
 }
 
 /*
  * One lock round trip: the CQ is polled only when the ring is empty, since
- * queued events are older than any CQE.
+ * queued events are older than any CQE.  The paths out tail-call their
+ * unlocking halves, so the checks here keep nothing across the lock but
+ * the two arguments.
  */
 DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 {
 	struct ofx_evd *evd = ofx_evd_from_handle(h);
-	DAT_RETURN status = DAT_SUCCESS;
 
 	if (ofx_unlikely(!evd))
 		return ofx_invalid_handle(OFX_OBJ_EVD);
 	if (ofx_unlikely(!event))
 		return OFX_INVALID_ARG(2);
 	pthread_mutex_lock(&evd->lock);
-	if (ofx_unlikely(evd->catastrophic))
-		status = evd_err_state(DAT_NO_SUBTYPE);
-	else if (evd->count)
-		evd_pop_locked(evd, event);
-	else if (evd->cq)
-		return evd_dequeue_from_cq(evd, event);	/* unlocks */
-	else
-		status = DAT_QUEUE_EMPTY;
-	pthread_mutex_unlock(&evd->lock);
-	return status;
+	if (ofx_likely(!evd->catastrophic)) {
+		if (evd->count) {
+			evd_pop_locked(evd, event);
+			pthread_mutex_unlock(&evd->lock);
+			return DAT_SUCCESS;
+		}
+		if (evd->cq)
+			return evd_dequeue_from_cq(evd, event);	/* unlocks */
+	}
+	return evd_dequeue_none(evd);	/* unlocks */
 }
 
 DAT_RETURN ofx_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event)

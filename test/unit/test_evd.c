@@ -769,6 +769,29 @@ static void test_suppressed_completion_queues_nothing(void)
 }
 
 /*
+ * Two sends (`first`, first + 1) were in the CQ: the dequeue hands out the
+ * first and has queued the second behind it, the CQ empty; then the second,
+ * then nothing, every slot of the EP retired.
+ */
+static void expect_one_handed_one_queued(struct ofx_evd *dto, struct ofx_ep *ep, uint64_t first)
+{
+	DAT_EVENT ev;
+
+	memset(&ev, 0xff, sizeof(ev));
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, dto);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, first);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, 64);
+	CU_ASSERT_EQUAL(dto->count, 1);
+	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, first + 1);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+}
+
+/*
  * A dequeue on an empty ring hands the oldest new event straight to the
  * caller and queues the rest of the batch behind it; a suppressed success in
  * between is skipped, not delivered as an empty event.
@@ -778,7 +801,6 @@ static void test_dequeue_from_cq_keeps_order_and_skips_silent_work(void)
 	struct ofx_ep *ep;
 	struct ofx_evd *dto;
 	struct ibv_wc wc;
-	DAT_EVENT ev;
 
 	setup();
 	ep = fake_ep_new(64);
@@ -789,17 +811,56 @@ static void test_dequeue_from_cq_keeps_order_and_skips_silent_work(void)
 	wc = fake_send_wc(ep, 2);
 	fake_cq_push(dto, &wc);
 
-	memset(&ev, 0xff, sizeof(ev));
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
-	CU_ASSERT_PTR_EQUAL(ev.evd_handle, dto);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 1);
-	CU_ASSERT_EQUAL(dto->count, 1);
-	CU_ASSERT_EQUAL(fake_cq_pending(dto), 0);
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2);
+	expect_one_handed_one_queued(dto, ep, 1);
+	ofx_evd_destroy(dto);
+	fake_ep_delete(ep);
+	teardown();
+}
+
+/*
+ * The dequeue settles a lone plain completion itself (evd_dequeue_from_cq);
+ * everything else takes the batch path.  Both must give what one drain pass
+ * gave: a dying EP's completion is retired unseen (the event untouched), a
+ * flush still reaches the consumer, and with a batch of one the pass goes on
+ * polling, the rest queued behind the event handed out.
+ */
+static void test_dequeue_of_one_completion_matches_a_drain_pass(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto;
+	struct ibv_wc wc;
+	DAT_EVENT ev, untouched;
+
+	setup();
+	ep = fake_ep_new(64);
+	dto = evd_new(8, DAT_EVD_DTO_FLAG);
+
+	ofx_cookie_ring_set_dying(&ep->send_ring, true);
+	wc = fake_send_wc(ep, 1);
+	fake_cq_push(dto, &wc);
+	memset(&ev, 0xa5, sizeof(ev));
+	memset(&untouched, 0xa5, sizeof(untouched));
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(memcmp(&ev, &untouched, sizeof(ev)), 0);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_cookie_ring_set_dying(&ep->send_ring, false);
+
+	wc = fake_send_wc(ep, 2);
+	wc.status = IBV_WC_WR_FLUSH_ERR;
+	fake_cq_push(dto, &wc);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(ev.evd_handle, dto);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 2);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_ERR_FLUSHED);
+	ofx_evd_destroy(dto);
+
+	test_ia.cfg.cq_batch = 1;
+	dto = evd_new(8, DAT_EVD_DTO_FLAG);
+	wc = fake_send_wc(ep, 3);
+	fake_cq_push(dto, &wc);
+	wc = fake_send_wc(ep, 4);
+	fake_cq_push(dto, &wc);
+	expect_one_handed_one_queued(dto, ep, 3);
 	ofx_evd_destroy(dto);
 	fake_ep_delete(ep);
 	teardown();
@@ -1108,6 +1169,8 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "suppressed completion queues nothing", test_suppressed_completion_queues_nothing },
 	{ "dequeue from the cq keeps order and skips silent work",
 	  test_dequeue_from_cq_keeps_order_and_skips_silent_work },
+	{ "dequeue of one completion matches a drain pass",
+	  test_dequeue_of_one_completion_matches_a_drain_pass },
 	{ "cq grows for the work requests its eps can have outstanding",
 	  test_cq_grows_for_reserved_work_requests },
 	{ "concurrent post, wait and dequeue lose nothing",

@@ -188,6 +188,47 @@ static void test_write_immed_without_segments_or_with_suppress(void)
 	fixture_down();
 }
 
+/*
+ * The completion flags of a post as the device sees them: a default post is
+ * signaled with nothing else and restarts the count of unsignaled ones (a
+ * suppressed post is signaled once half the ring is unsignaled); solicited
+ * and fence reach the WR.
+ */
+static void test_post_flags_reach_the_send_flags(void)
+{
+	static const struct {
+		DAT_COMPLETION_FLAGS flags;
+		unsigned int send_flags;
+	} posts_in_order[] = {
+		{ DAT_COMPLETION_SUPPRESS_FLAG, 0 },
+		{ DAT_COMPLETION_SUPPRESS_FLAG, 0 },
+		{ DAT_COMPLETION_SUPPRESS_FLAG, 0 },
+		{ DAT_COMPLETION_DEFAULT_FLAG, IBV_SEND_SIGNALED },
+		/* the 4th unsignaled in a row would be signaled (RING_SIZE / 2) */
+		{ DAT_COMPLETION_SUPPRESS_FLAG, 0 },
+		{ DAT_COMPLETION_SOLICITED_WAIT_FLAG, IBV_SEND_SIGNALED | IBV_SEND_SOLICITED },
+		{ DAT_COMPLETION_BARRIER_FENCE_FLAG, IBV_SEND_SIGNALED | IBV_SEND_FENCE },
+	};
+	char data[16];
+	DAT_LMR_TRIPLET iov = { .lmr_context = 0x11, .virtual_address = (uintptr_t)data,
+				.segment_length = sizeof(data) };
+	const struct ofx_cookie *ck;
+
+	fixture_up(OFX_TRANSPORT_IB, IBV_ATOMIC_HCA);
+	for (size_t i = 0; i < sizeof(posts_in_order) / sizeof(posts_in_order[0]); i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_ep_post_send(ep, 1, &iov, cookie_of(i),
+						       posts_in_order[i].flags),
+				      DAT_SUCCESS);
+		CU_ASSERT_EQUAL(last_wr.opcode, IBV_WR_SEND);
+		CU_ASSERT_EQUAL(last_wr.send_flags, posts_in_order[i].send_flags);
+		ck = (const struct ofx_cookie *)(uintptr_t)last_wr.wr_id;
+		CU_ASSERT_EQUAL(ck->flags, posts_in_order[i].flags & DAT_COMPLETION_SUPPRESS_FLAG ?
+						   OFX_COOKIE_F_SUPPRESS : 0);
+		CU_ASSERT_EQUAL(ck->user.as_64, i);
+	}
+	fixture_down();
+}
+
 static void test_cmp_and_swap_decodes_and_posts_one_word(void)
 {
 	uint64_t word[2];
@@ -428,6 +469,7 @@ CU_TestInfo ofx_test_ext[] = {
 	{ "write_immed decodes every argument", test_write_immed_decodes_every_argument },
 	{ "write_immed without segments or with suppress",
 	  test_write_immed_without_segments_or_with_suppress },
+	{ "post flags reach the send flags", test_post_flags_reach_the_send_flags },
 	{ "cmp_and_swap decodes and posts one word",
 	  test_cmp_and_swap_decodes_and_posts_one_word },
 	{ "fetch_and_add decodes the add value", test_fetch_and_add_decodes_add_value },
