@@ -3,6 +3,7 @@
 #define OFX_EP_TRANSPORT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -31,8 +32,17 @@ struct ofx_ep_transport {
 	int (*connect)(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p);
 	/* The REQ holds an offer: receives wait until the answer says where they go. */
 	bool (*offered)(const struct ofx_ep *ep);
-	/* A plain REP answered the offer: the peer runs RC (back to the RC QP). */
-	void (*fallback)(struct ofx_ep *ep);
+	/*
+	 * ROUTE_RESOLVED: the QP number the REQ names (rdma_connect's qp_num:
+	 * our ids have no QP), the RC QP it names moved to INIT (ofx_cm_req_qp).
+	 */
+	int (*req_qpn)(struct ofx_ep *ep, uint32_t *qpn_p);
+	/*
+	 * A plain REP answered the offer: the peer runs RC.  true: the
+	 * connection goes on over the RC QP of the REQ; false: the transport
+	 * refuses RC (it logged why) and the connect fails.
+	 */
+	bool (*fallback)(struct ofx_ep *ep);
 	/* REJECTED of the active side: an answer of the transport's own? */
 	bool (*rejected)(struct ofx_ep *ep, struct rdma_cm_event *ev,
 			 struct rdma_cm_id **destroy_p);
@@ -65,6 +75,8 @@ struct ofx_ep_transport {
 };
 
 extern const struct ofx_ep_transport ofx_ep_rc_transport;
+/* xrc_rc_fallback=yes, and =no (ofx_xrc_ep_transport_of picks: ep_xrc.h) */
 extern const struct ofx_ep_transport ofx_xrc_ep_transport;
+extern const struct ofx_ep_transport ofx_xrc_only_ep_transport;
 
 #endif

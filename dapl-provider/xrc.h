@@ -542,6 +542,8 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_para
 		       const void *pdata, int pdata_len, void *req, int req_len);
 bool ofx_xrc_conn_fits(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params);
 bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *conn);
+/* The number of the connection's SRQ (step 1: opened by the offer). */
+uint32_t ofx_xrc_conn_srqn(const struct ofx_xrc_conn *conn);
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *conn);
 void ofx_xrc_count_rc(struct ofx_ia *ia);
 bool ofx_xrc_conn_answered(struct ofx_xrc_conn *conn, int status, const void *data, int len,
