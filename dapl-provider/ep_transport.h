@@ -14,7 +14,8 @@ struct ofx_conn_req;
  * What an EP's transport adds to the RC connection that ep_cm.c runs, chosen
  * once when the EP is attached (ep_attach): ofx_ep_rc_transport (ep.c),
  * where every step is plain RC, or ofx_xrc_ep_transport (ep_xrc.c), whose
- * connection may end on the shared XRC QPs.  The connection code calls
+ * connection may end on the shared XRC QPs, or ofx_xrc_only_ep_transport,
+ * the same without an RC QP for an offer (xrc_rc_fallback=no).  The connection code calls
  * these instead of asking which transport it has.  Every hook runs with
  * ep->lock held unless it says otherwise; a hook returning bool returns
  * true when it took the step over (*ret_p then holds its result).
