@@ -2112,6 +2112,51 @@ static void test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc(void)
 
 #define N_INFLIGHT 8
 
+/* `n` dat_ep_connects from ea[] to b's PSP at once: b's CRs, in order. */
+static void connect_all(struct xm_proc *b, struct ofx_ep **ea, DAT_CR_HANDLE *cr, int n)
+{
+	DAT_EVENT ev;
+
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+					       DAT_CONNECT_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	xm_pump();
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
+	}
+}
+
+/*
+ * After connects in flight from a to b: a's RC QP peak was `peak_a`, b made
+ * none, none is left, and one INI QP each way serves them all; the end.
+ */
+static void expect_in_flight_end(struct xm_proc *a, struct xm_proc *b, DAT_PSP_HANDLE psp,
+				 unsigned long peak_a)
+{
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, peak_a);
+	CU_ASSERT_EQUAL(stats(a).rc_qps, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps, 0);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
+/* b accepts every CR of connect_all on eb[]: all are established on both sides. */
+static void accept_all(struct xm_proc *a, struct ofx_ep **ea, struct xm_proc *b,
+		       struct ofx_ep **eb, const DAT_CR_HANDLE *cr, int n)
+{
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_all_established(a, ea, n);
+	expect_all_established(b, eb, n);
+}
+
 /*
  * D7: N dat_ep_connects in flight at once from one process to an XRC peer.
  * Each REQ names an RC QP of its own (a stock peer would accept it), so the
@@ -2124,43 +2169,21 @@ static void test_rc_qp_peak_is_the_connects_in_flight(void)
 	struct ofx_ep *ea[N_INFLIGHT], *eb[N_INFLIGHT];
 	DAT_CR_HANDLE cr[N_INFLIGHT];
 	DAT_PSP_HANDLE psp;
-	DAT_EVENT ev;
 
 	setup(2);
 	xm_use_cm = true;
 	open_pair(&a, &ea[0], &b, &eb[0]);
 	psp = psp_open(b);
-	for (int i = 0; i < N_INFLIGHT; i++) {
-		if (i)
-			ea[i] = xm_ep_new(a);
-		if (i)
-			eb[i] = xm_ep_new(b);
-		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
-					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
-					       DAT_CONNECT_DEFAULT_FLAG),
-				DAT_SUCCESS);
+	for (int i = 1; i < N_INFLIGHT; i++) {
+		ea[i] = xm_ep_new(a);
+		eb[i] = xm_ep_new(b);
 	}
-	xm_pump();
+	connect_all(b, ea, cr, N_INFLIGHT);
 	CU_ASSERT_EQUAL(stats(a).rc_qps, N_INFLIGHT);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), N_INFLIGHT);
-	for (int i = 0; i < N_INFLIGHT; i++) {
-		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
-	}
-	for (int i = 0; i < N_INFLIGHT; i++)
-		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
-	xm_pump();
-	expect_all_established(a, ea, N_INFLIGHT);
-	expect_all_established(b, eb, N_INFLIGHT);
+	accept_all(a, ea, b, eb, cr, N_INFLIGHT);
 	CU_ASSERT_EQUAL(stats(a).conn_xrc, N_INFLIGHT);
-	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, N_INFLIGHT);
-	CU_ASSERT_EQUAL(stats(a).rc_qps, 0);
-	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
-	CU_ASSERT_EQUAL(stats(b).rc_qps, 0);
-	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
-	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
-	teardown(2);
+	expect_in_flight_end(a, b, psp, N_INFLIGHT);
 }
 
 /*
@@ -2176,7 +2199,6 @@ static void test_xrc_only_connects_in_flight_build_no_rc_qp(void)
 	struct ofx_ep *ea[N_INFLIGHT], *eb[N_INFLIGHT];
 	DAT_CR_HANDLE cr[N_INFLIGHT];
 	DAT_PSP_HANDLE psp;
-	DAT_EVENT ev;
 
 	setup(2);
 	xm_use_cm = true;
@@ -2189,25 +2211,13 @@ static void test_xrc_only_connects_in_flight_build_no_rc_qp(void)
 		eb[i] = xm_ep_new(b);
 		post_recv(ea[i], 1000 + i);
 		post_recv(eb[i], 2000 + i);
-		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
-					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
-					       DAT_CONNECT_DEFAULT_FLAG),
-				DAT_SUCCESS);
-		CU_ASSERT_PTR_NULL(ea[i]->qp);
 	}
-	xm_pump();
-	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
-	for (int i = 0; i < N_INFLIGHT; i++) {
-		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
-	}
-	expect_empty(a->conn_evd);	/* no REQ was refused as stale */
+	connect_all(b, ea, cr, N_INFLIGHT);
 	for (int i = 0; i < N_INFLIGHT; i++)
-		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
-	xm_pump();
-	expect_all_established(a, ea, N_INFLIGHT);
-	expect_all_established(b, eb, N_INFLIGHT);
+		CU_ASSERT_PTR_NULL(ea[i]->qp);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	expect_empty(a->conn_evd);	/* no REQ was refused as stale */
+	accept_all(a, ea, b, eb, cr, N_INFLIGHT);
 	expect_xrc_only(a, N_INFLIGHT);
 	expect_xrc_only(b, N_INFLIGHT);
 	for (int i = 0; i < N_INFLIGHT; i++) {
@@ -2216,11 +2226,7 @@ static void test_xrc_only_connects_in_flight_build_no_rc_qp(void)
 		expect_recv(b, eb[i], 2000 + i, "to b");
 		expect_recv(a, ea[i], 1000 + i, "to a");
 	}
-	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, 0);
-	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
-	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
-	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
-	teardown(2);
+	expect_in_flight_end(a, b, psp, 0);
 }
 
 /*
