@@ -2233,10 +2233,11 @@ static void test_xrc_only_connects_in_flight_build_no_rc_qp(void)
  * xrc_rc_fallback=no towards a peer whose EPs run RC (xrc=off there): it
  * accepts over an RC QP of its own, naming the number our REQ gave.  We
  * have no QP for it: the active side rejects that accept and reports
- * NON_PEER_REJECTED with a log line saying why; the passive consumer sees
- * its accept fail (ACCEPT_COMPLETION_ERROR: the REJ after its REP, as a
- * stock consumer gets it).  Nothing stays behind: reset frees the offer's
- * SRQ, and the next connect offers again.
+ * NON_PEER_REJECTED with a log line saying why.  The passive side gets a
+ * REJ (reason 28, no data) after its REP, as when an active consumer's
+ * side turns down a REP: ours reports ACCEPT_COMPLETION_ERROR (what stock
+ * libdaplofa reports for it is its own).  Nothing stays behind: reset
+ * frees the offer's SRQ, and the next connect offers again.
  */
 static void test_xrc_only_connect_to_an_rc_peer_is_refused(void)
 {
@@ -2293,6 +2294,47 @@ static void test_xrc_only_connect_to_an_rc_peer_is_refused(void)
 	text[n > 0 ? n : 0] = '\0';
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "accepted the xrc offer over rc"));
 	CU_ASSERT_PTR_NOT_NULL(strstr(text, "xrc_rc_fallback=no"));
+}
+
+/*
+ * xrc_rc_fallback=no leaves alone a connect that makes no offer: 49 bytes
+ * of connect data leave no room for it, so the REQ names an RC QP of the
+ * EP's and the connection runs over RC on it, as with the fallback.
+ */
+static void test_xrc_only_connect_without_an_offer_runs_over_rc(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	char big[49];
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea, &b, &eb);
+	a->ia.cfg.xrc_rc_fallback = false;
+	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
+	ea = xm_ep_new(a);	/* attached with the option set */
+	CU_ASSERT_PTR_EQUAL(ea->transport, &ofx_xrc_only_ep_transport);
+	psp = psp_open(b);
+	memset(big, 'z', sizeof(big));
+	CU_ASSERT_EQUAL(ofx_ep_connect(ea, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, (DAT_COUNT)sizeof(big), big,
+				       DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(ea->qp);
+	xm_pump();
+	/* a raw RC REQ: the peer sees the whole 56-byte area, no trailer */
+	cr = expect_cr(b, psp, QUAL, NULL, 56);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea, NULL, 0);
+	expect_established(b, eb, NULL, 0);
+	CU_ASSERT_EQUAL(ea->qp->state, IBV_QPS_RTS);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, 1);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc + stats(b).conn_xrc, 0);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
 }
 
 /*
@@ -3517,6 +3559,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_xrc_only_connects_in_flight_build_no_rc_qp },
 	{ "xrc_rc_fallback=no: a peer that accepts over rc is refused, nothing leaks",
 	  test_xrc_only_connect_to_an_rc_peer_is_refused },
+	{ "xrc_rc_fallback=no: a connect that makes no offer runs over rc",
+	  test_xrc_only_connect_without_an_offer_runs_over_rc },
 	{ "model rejects a req naming a qp number a connection of that node holds",
 	  test_model_rejects_a_req_naming_a_qp_number_in_use },
 	{ "ep with more request sges than an ini qp holds runs over rc (mlx5)",
