@@ -53,6 +53,12 @@ const struct ofx_param ofx_params[] = {
 		  "the creator's IA or process."),
 	TYPED_ROW("xrcd_foreign", "DAPL_OFX_XRCD_FOREIGN", OFX_PARAM_BOOL, "no", xrcd_foreign,
 		  "Accept an XRC domain file owned by another user."),
+	TYPED_ROW("xrc_rc_fallback", "DAPL_OFX_XRC_RC_FALLBACK", OFX_PARAM_BOOL, "yes",
+		  xrc_rc_fallback,
+		  "An XRC EP's dat_ep_connect also builds an RC QP, in case the peer answers "
+		  "over RC (stock libdaplofa, xrc=off, no XRC device). no = every peer runs "
+		  "libdaplofx with XRC: the connect builds no RC QP, and a peer that accepts "
+		  "over RC fails it (NON_PEER_REJECTED, and a log line saying why)."),
 	UINT_ROW("max_inline", "DAPL_OFX_MAX_INLINE", "64", 0, 1024, max_inline,
 		 "Inline data threshold requested for sends and RDMA writes, in bytes; the "
 		 "device may grant less."),

@@ -32,6 +32,7 @@ struct ofx_config {
 	char xrcd[OFX_CONFIG_STR_MAX];
 	enum ofx_xrc_tgt xrc_tgt;
 	bool xrcd_foreign;
+	bool xrc_rc_fallback;
 	unsigned int max_inline;
 	unsigned int cm_timeout_ms;
 	unsigned int cm_retries;

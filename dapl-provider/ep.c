@@ -364,7 +364,7 @@ static int ep_attach(struct ofx_ep *ep)
 			goto err_rings;
 	}
 	/* the one place that asks which transport the EP has */
-	ep->transport = ep->xrc ? &ofx_xrc_ep_transport : &ofx_ep_rc_transport;
+	ep->transport = ep->xrc ? ofx_xrc_ep_transport_of(ia) : &ofx_ep_rc_transport;
 	if (ep->transport->qp_per_connection)
 		return 0;
 	ret = ep_build_qp(ep);
@@ -1994,8 +1994,9 @@ static bool rc_offered(const struct ofx_ep *ep)
 	return false;
 }
 
-static void rc_fallback(struct ofx_ep *ep)
+static bool rc_fallback(struct ofx_ep *ep)
 {
+	return true;
 }
 
 static bool rc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev,
@@ -2038,6 +2039,7 @@ const struct ofx_ep_transport ofx_ep_rc_transport = {
 	.name = "rc",
 	.connect = rc_connect,
 	.offered = rc_offered,
+	.req_qpn = ofx_cm_req_qp,
 	.fallback = rc_fallback,
 	.rejected = rc_rejected,
 	.accept = rc_accept,

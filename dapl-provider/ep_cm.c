@@ -116,6 +116,15 @@ int ofx_cm_restart(struct ofx_ep *ep)
 	return ofx_cm_resolve(ep->obj.ia, ep_handler(ep), &ep->remote_addr, &ep->cm_id);
 }
 
+int ofx_cm_req_qp(struct ofx_ep *ep, uint32_t *qpn_p)
+{
+	int ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
+
+	if (!ret)
+		*qpn_p = ep->qp->qp_num;
+	return ret;
+}
+
 int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL qual,
 		   DAT_TIMEOUT timeout, const void *pdata, int pdata_len)
 {
@@ -233,14 +242,12 @@ static int route_resolved(struct ofx_ep *ep)
 		.flow_control = 1,
 		.retry_count = OFX_RETRY_COUNT,
 		.rnr_retry_count = 7,	/* infinite: a sender waits for the peer's receive */
-		.qp_num = ep->qp->qp_num,
 	};
 	int ret;
 
-	ret = ofx_cm_qp_modify(ep->cm_id, ep->qp, IBV_QPS_INIT);
+	ret = ep->transport->req_qpn(ep, &param.qp_num);
 	if (ret)
 		return ret;
-	/* an XRC offer holds the receives until the answer says where they go */
 	/*
 	 * An XRC offer holds the receives until the answer says where they
 	 * go; an iWARP common connect until its attempt is answered
@@ -331,15 +338,13 @@ static int post_rtr(struct ofx_ep *ep)
  * RTR is queued before the consumer can see ESTABLISHED, so it is the first
  * message on the wire.
  */
-static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool drive_qp)
+static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool drive_qp,
+			      bool fallback)
 {
 	struct ofx_pdata_hdr hdr;
-	bool has_hdr, fallback = ep->transport->offered(ep);
+	bool has_hdr;
 	int ret;
 
-	/* a REP to an XRC offer: the peer runs RC (xrc.h section 8) */
-	if (fallback)
-		ep->transport->fallback(ep);
 	save_pdata(ep, ev->param.conn.private_data, ev->param.conn.private_data_len, &has_hdr,
 		   &hdr);
 	ep->p2p = ofx_cm_p2p_requested(ep) && has_hdr && (hdr.flags & OFX_PDATA_F_REPLY) &&
@@ -385,6 +390,23 @@ static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool 
 		ep->p2p ? ofx_rtr_type_str(ep->rtr) : "off");
 	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED, true);
 	return 0;
+}
+
+/*
+ * A REP to an XRC offer: the peer runs RC (xrc.h section 8), unless the
+ * transport refuses RC (xrc_rc_fallback=no: the REQ named no RC QP of
+ * ours).  Then the REP is rejected (REJ reason 28, no data: the peer's
+ * accept fails) and the connect ends NON_PEER_REJECTED; false.
+ */
+static bool rc_answer_taken(struct ofx_ep *ep, struct rdma_cm_id **destroy_p)
+{
+	if (ep->transport->fallback(ep))
+		return true;
+	if (ofx_verbs->reject(ep->cm_id, NULL, 0))
+		ofx_warn("ep %p: rdma_reject of the peer's rc accept: %m", (void *)ep);
+	ep->pdata_len = 0;
+	active_fail(ep, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, destroy_p);
+	return false;
 }
 
 /*
@@ -459,11 +481,15 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 		active_fail(ep, DAT_CONNECTION_EVENT_UNREACHABLE, destroy_p);
 		return;
 	case RDMA_CM_EVENT_CONNECT_RESPONSE:
-		ret = active_established(ep, ev, true);
+	case RDMA_CM_EVENT_ESTABLISHED: {
+		bool fallback = ep->transport->offered(ep);
+
+		if (fallback && !rc_answer_taken(ep, destroy_p))
+			return;
+		ret = active_established(ep, ev, ev->event == RDMA_CM_EVENT_CONNECT_RESPONSE,
+					 fallback);
 		break;
-	case RDMA_CM_EVENT_ESTABLISHED:
-		ret = active_established(ep, ev, false);
-		break;
+	}
 	case RDMA_CM_EVENT_REJECTED: {
 		const unsigned char *data = ev->param.conn.private_data;
 

@@ -51,6 +51,11 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 int ofx_cm_disconnect(struct ofx_ep *ep, bool abrupt);
 struct rdma_cm_id *ofx_cm_release(struct ofx_ep *ep);
 
+/*
+ * The req_qpn hook of a REQ that names the EP's RC QP (ep_transport.h):
+ * moves it to INIT and gives its number.  ep->lock held.
+ */
+int ofx_cm_req_qp(struct ofx_ep *ep, uint32_t *qpn_p);
 /* Creates a fresh cm_id and starts address resolution (connect and retries). */
 int ofx_cm_restart(struct ofx_ep *ep);
 /* Arms the consumer's connect timeout (TIMED_OUT, or UNREACHABLE, on expiry). */

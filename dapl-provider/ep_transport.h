@@ -3,6 +3,7 @@
 #define OFX_EP_TRANSPORT_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <infiniband/verbs.h>
 #include <rdma/rdma_cma.h>
 
@@ -13,7 +14,8 @@ struct ofx_conn_req;
  * What an EP's transport adds to the RC connection that ep_cm.c runs, chosen
  * once when the EP is attached (ep_attach): ofx_ep_rc_transport (ep.c),
  * where every step is plain RC, or ofx_xrc_ep_transport (ep_xrc.c), whose
- * connection may end on the shared XRC QPs.  The connection code calls
+ * connection may end on the shared XRC QPs, or ofx_xrc_only_ep_transport,
+ * the same without an RC QP for an offer (xrc_rc_fallback=no).  The connection code calls
  * these instead of asking which transport it has.  Every hook runs with
  * ep->lock held unless it says otherwise; a hook returning bool returns
  * true when it took the step over (*ret_p then holds its result).
@@ -31,8 +33,17 @@ struct ofx_ep_transport {
 	int (*connect)(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p);
 	/* The REQ holds an offer: receives wait until the answer says where they go. */
 	bool (*offered)(const struct ofx_ep *ep);
-	/* A plain REP answered the offer: the peer runs RC (back to the RC QP). */
-	void (*fallback)(struct ofx_ep *ep);
+	/*
+	 * ROUTE_RESOLVED: the QP number the REQ names (rdma_connect's qp_num:
+	 * our ids have no QP), the RC QP it names moved to INIT (ofx_cm_req_qp).
+	 */
+	int (*req_qpn)(struct ofx_ep *ep, uint32_t *qpn_p);
+	/*
+	 * A plain REP answered the offer: the peer runs RC.  true: the
+	 * connection goes on over the RC QP of the REQ; false: the transport
+	 * refuses RC (it logged why) and the connect fails.
+	 */
+	bool (*fallback)(struct ofx_ep *ep);
 	/* REJECTED of the active side: an answer of the transport's own? */
 	bool (*rejected)(struct ofx_ep *ep, struct rdma_cm_event *ev,
 			 struct rdma_cm_id **destroy_p);
@@ -65,6 +76,8 @@ struct ofx_ep_transport {
 };
 
 extern const struct ofx_ep_transport ofx_ep_rc_transport;
+/* xrc_rc_fallback=yes, and =no (ofx_xrc_ep_transport_of picks: ep_xrc.h) */
 extern const struct ofx_ep_transport ofx_xrc_ep_transport;
+extern const struct ofx_ep_transport ofx_xrc_only_ep_transport;
 
 #endif

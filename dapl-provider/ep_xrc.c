@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #define OFX_LOG_SUBSYS OFX_SUBSYS_XRC
 #include "ep_xrc.h"
+#include "cm.h"
 #include "ep.h"
 #include "ep_cm.h"
 #include "ep_conn.h"
@@ -14,6 +15,7 @@
 #include "xrc.h"
 
 #include <errno.h>
+#include <netinet/in.h>
 #include <stdatomic.h>
 #include <stdint.h>
 #include <string.h>
@@ -150,22 +152,14 @@ int ofx_xrc_ep_reset(struct ofx_ep *ep)
 
 /* ---- connection hooks ----------------------------------------------------- */
 
-int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p)
+/* Puts the offer in the REQ if the connection can be XRC (xrc.h step 1). */
+static int xrc_offer(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p)
 {
 	struct ofx_xrc_conn_params params;
-	int n, ret;
+	int n;
 
 	*offered_p = false;
-	if (!ep->xrc)
-		return 0;
-	/*
-	 * The REQ names an RC QP either way: a peer without XRC connects to
-	 * it (xrc.h section 8).  An XRC answer closes it (ofx_xrc_rejected).
-	 */
-	ret = ofx_ep_qp_open(ep);
-	if (ret)
-		return ret;
-	if (ep->csp || ofx_cm_p2p_requested(ep))
+	if (!ep->xrc || ep->csp || ofx_cm_p2p_requested(ep))
 		return 0;
 	ep_xrc_params(ep, &params);
 	n = ofx_xrc_conn_offer(ep->xrc, &params, pdata, pdata_len, ep->req_pdata,
@@ -177,15 +171,33 @@ int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *o
 	return 0;
 }
 
+int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *offered_p)
+{
+	int ret;
+
+	*offered_p = false;
+	if (!ep->xrc)
+		return 0;
+	/*
+	 * The REQ names an RC QP either way: a peer without XRC connects to
+	 * it (xrc.h section 8).  An XRC answer closes it (ofx_xrc_rejected).
+	 */
+	ret = ofx_ep_qp_open(ep);
+	if (ret)
+		return ret;
+	return xrc_offer(ep, pdata, pdata_len, offered_p);
+}
+
 bool ofx_xrc_offered(const struct ofx_ep *ep)
 {
 	return ep->xrc && ofx_xrc_conn_offered(ep->xrc);
 }
 
-void ofx_xrc_fallback(struct ofx_ep *ep)
+bool ofx_xrc_fallback(struct ofx_ep *ep)
 {
 	if (ep->xrc)
 		ofx_xrc_conn_fallback(ep->xrc);
+	return true;
 }
 
 bool ofx_xrc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
@@ -324,6 +336,7 @@ const struct ofx_ep_transport ofx_xrc_ep_transport = {
 	.name = "xrc",
 	.connect = ofx_xrc_connect,
 	.offered = ofx_xrc_offered,
+	.req_qpn = ofx_cm_req_qp,
 	.fallback = ofx_xrc_fallback,
 	.rejected = ofx_xrc_rejected,
 	.accept = ofx_xrc_accept,
@@ -334,3 +347,64 @@ const struct ofx_ep_transport ofx_xrc_ep_transport = {
 	.binds_windows = xrc_binds_windows,
 	.completion = ofx_xrc_dto_notify,
 };
+
+/*
+ * xrc_rc_fallback=no: every peer runs libdaplofx with XRC, so an offer
+ * needs no RC QP for a peer that might answer RC.  Its REQ names the SRQ's
+ * number instead (any number will do for a peer that answers XRC, xrc.h
+ * step 1; the SRQ's is unique on the device, as the peer's IB CM wants of
+ * the REQs from one device in flight at once).  A REP (the peer runs RC,
+ * or declined the offer) is refused.  A connect that makes no offer (p2p,
+ * common connect, consumer data with no room for the offer) is RC as with
+ * the fallback.
+ */
+static int xrc_only_connect(struct ofx_ep *ep, const void *pdata, int pdata_len,
+			    bool *offered_p)
+{
+	int ret = xrc_offer(ep, pdata, pdata_len, offered_p);
+
+	return ret || *offered_p ? ret : ofx_ep_qp_open(ep);
+}
+
+static int xrc_only_req_qpn(struct ofx_ep *ep, uint32_t *qpn_p)
+{
+	if (!ofx_xrc_offered(ep))
+		return ofx_cm_req_qp(ep, qpn_p);
+	*qpn_p = ofx_xrc_conn_srqn(ep->xrc);
+	return 0;
+}
+
+static bool xrc_only_fallback(struct ofx_ep *ep)
+{
+	char buf[INET6_ADDRSTRLEN];
+
+	/* the offer keeps its SRQ until dat_ep_reset, ep_free or the next offer */
+	ofx_warn("ep %p: %s accepted the xrc offer over rc: it runs without xrc (stock "
+		 "libdaplofa, xrc=off, a device without xrc) or declined the offer (accept "
+		 "data over %d bytes, more request iovs than its ini qps hold); "
+		 "xrc_rc_fallback=no made no rc qp for it: connect refused",
+		 (void *)ep, ofx_cm_addr_str(&ep->remote_addr, buf, sizeof(buf)),
+		 OFX_XRC_ACCEPT_MAX);
+	return false;
+}
+
+const struct ofx_ep_transport ofx_xrc_only_ep_transport = {
+	.name = "xrc-only",
+	.connect = xrc_only_connect,
+	.offered = ofx_xrc_offered,
+	.req_qpn = xrc_only_req_qpn,
+	.fallback = xrc_only_fallback,
+	.rejected = ofx_xrc_rejected,
+	.accept = ofx_xrc_accept,
+	.disconnect = ofx_xrc_disconnect,
+	.quiesce = ofx_xrc_ep_quiesce,
+	.reset = ofx_xrc_ep_reset,
+	.qp_per_connection = true,
+	.binds_windows = xrc_binds_windows,
+	.completion = ofx_xrc_dto_notify,
+};
+
+const struct ofx_ep_transport *ofx_xrc_ep_transport_of(const struct ofx_ia *ia)
+{
+	return ia->cfg.xrc_rc_fallback ? &ofx_xrc_ep_transport : &ofx_xrc_only_ep_transport;
+}

@@ -7,7 +7,9 @@
 #include <rdma/rdma_cma.h>
 
 struct ofx_ep;
+struct ofx_ia;
 struct ofx_conn_req;
+struct ofx_ep_transport;
 
 /*
  * The EP side of XRC (ep_xrc.c): an XRC-backed EP owns one struct
@@ -27,6 +29,12 @@ struct ofx_conn_req;
  * prepares the EP for a new connection, -EBUSY while one lasts.
  */
 int ofx_xrc_ep_create(struct ofx_ep *ep);
+/*
+ * The transport of the IA's XRC-backed EPs (ep_attach, once per EP):
+ * ofx_xrc_ep_transport, or ofx_xrc_only_ep_transport with
+ * xrc_rc_fallback=no.
+ */
+const struct ofx_ep_transport *ofx_xrc_ep_transport_of(const struct ofx_ia *ia);
 bool ofx_xrc_ep_teardown(struct ofx_ep *ep);
 void ofx_xrc_ep_quiesce(struct ofx_ep *ep);
 void ofx_xrc_ep_free(struct ofx_ep *ep);
@@ -39,7 +47,7 @@ int ofx_xrc_ep_reset(struct ofx_ep *ep);
  * ofx_xrc_offered: the REQ in flight carries an offer.
  * ofx_xrc_rejected: a REJECTED event while offering; true if it was P's
  *   XRC accept (the id goes to *destroy_p) and the handshake goes on.
- * ofx_xrc_fallback: a REP to the offer: the connection is RC.
+ * ofx_xrc_fallback: a REP to the offer: the connection is RC (true).
  * ofx_xrc_accept: true if it handled the accept (result in *ret_p); false
  *   when the connection is to be RC.
  * ofx_xrc_disconnect: true if the EP's connection is XRC (result in *ret_p).
@@ -48,7 +56,7 @@ int ofx_xrc_connect(struct ofx_ep *ep, const void *pdata, int pdata_len, bool *o
 bool ofx_xrc_offered(const struct ofx_ep *ep);
 bool ofx_xrc_rejected(struct ofx_ep *ep, struct rdma_cm_event *ev,
 		      struct rdma_cm_id **destroy_p);
-void ofx_xrc_fallback(struct ofx_ep *ep);
+bool ofx_xrc_fallback(struct ofx_ep *ep);
 bool ofx_xrc_accept(struct ofx_ep *ep, const struct ofx_conn_req *req, const void *pdata,
 		    int pdata_len, int *ret_p);
 bool ofx_xrc_disconnect(struct ofx_ep *ep, bool abrupt, int *ret_p);

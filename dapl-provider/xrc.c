@@ -1684,6 +1684,11 @@ bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *xe)
 	return xe->state == XC_OFFERED;
 }
 
+uint32_t ofx_xrc_conn_srqn(const struct ofx_xrc_conn *xe)
+{
+	return xe->srqn;
+}
+
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *xe)
 {
 	struct ofx_xrc_ia *x = xrc_of(xe->ia);

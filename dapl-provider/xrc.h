@@ -29,7 +29,8 @@ struct ofx_evd;
  * rdma_cm on a device (the carrier, section 11); unit tests install a model
  * carrier (struct ofx_xrc_transport).  Such an EP owns no RC QP while its
  * connections run over XRC: one exists only from dat_ep_connect until the
- * answer (step 1) or for a connection that runs over RC (section 8), and
+ * answer (step 1; never with xrc_rc_fallback=no) or for a connection that
+ * runs over RC (section 8), and
  * dat_ep_reset or ep_free destroys it.  Memory window binds (rmr.c) need
  * an RC QP of the EP's own: on an XRC connection they are refused
  * (DAT_MODEL_NOT_SUPPORTED).
@@ -66,7 +67,13 @@ struct ofx_evd;
  *    stock libdaplofa, or libdaplofx with xrc=off, just accepts and the EP
  *    runs over RC on that QP (section 8).  The REQ must name a QP that such
  *    a peer can connect to, so it cannot wait for the answer; an XRC answer
- *    (step 2) destroys it before it took any work request.  A opens its
+ *    (step 2) destroys it before it took any work request.  With
+ *    xrc_rc_fallback=no (every peer runs XRC) A creates no RC QP: the REQ
+ *    names A's srqn as its QP number (the XRC answer never reads it; the
+ *    peer's IB CM refuses a REQ whose QP number, from the same device, a
+ *    connection of its node holds: REJ "stale connection", so the REQs in
+ *    flight need distinct numbers), and A rejects a REP (REJ reason 28, no
+ *    data) and fails its EP with NON_PEER_REJECTED.  A opens its
  *    SRQ first.  The REQ private data is
  *    the consumer's bytes plus the 8-byte pdata trailer (pdata.h) with
  *    OFX_PDATA_F_XRC and no extension word, so every consumer length that
@@ -359,7 +366,8 @@ struct ofx_xrc_stats {
 	 * The IA's RC QPs (ia->stats): alive now, and the most at once.  An
 	 * active XRC EP holds one from dat_ep_connect to the answer (xrc.h
 	 * step 1), so the peak is the connects in flight at once (plus the
-	 * connections over RC); a passive side taking XRC offers makes none.
+	 * connections over RC), none with xrc_rc_fallback=no; a passive side
+	 * taking XRC offers makes none.
 	 */
 	unsigned long rc_qps, rc_qps_peak;
 };
@@ -542,6 +550,8 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_para
 		       const void *pdata, int pdata_len, void *req, int req_len);
 bool ofx_xrc_conn_fits(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params);
 bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *conn);
+/* The number of the connection's SRQ (step 1: opened by the offer). */
+uint32_t ofx_xrc_conn_srqn(const struct ofx_xrc_conn *conn);
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *conn);
 void ofx_xrc_count_rc(struct ofx_ia *ia);
 bool ofx_xrc_conn_answered(struct ofx_xrc_conn *conn, int status, const void *data, int len,

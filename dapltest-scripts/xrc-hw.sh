@@ -12,7 +12,8 @@
 #                        an ssh ControlMaster keeps the QP sampling fast)
 #   --client-cmd PREFIX  the same for the client side ("ssh node2")
 #   --only LIST          comma list of groups (default all): dapltest, dtest,
-#                        dtestx, shared, unpolled, tgtkill, churn, dtestsrq
+#                        dtestx, shared, unpolled, tgtkill, churn, dtestsrq,
+#                        norc
 #   --iter N             iterations of the short transaction tests (1000)
 #   --long-iter N        iterations of the sampled ones (50000): they must
 #                        run for seconds, so that QP samples see them
@@ -28,7 +29,8 @@
 # dapl.2.0 "mlx5_0 1" """); SERVER_ADDR is the server's IPv4 address on it.
 # Every program runs with DAPL_OFX_XRC=on, DAPL_OFX_XRCD=PATH (so all the
 # processes of a host share one domain), DAPL_OFX_XRC_TGT=domain (option
-# 2a; exit = 2b where a case says so), DAPL_OFX_STATS=yes and debug logging
+# 2a; exit = 2b where a case says so), DAPL_OFX_XRC_RC_FALLBACK=yes (no in
+# the norc group), DAPL_OFX_STATS=yes and debug logging
 # of the xrc and ia subsystems; the environment wins over ia_params.  The two
 # hosts must be different machines (TGT QPs are counted per host); run as a
 # user that may read `rdma resource show qp` (root), with no other XRC user.
@@ -49,7 +51,8 @@
 #    ofx_xrc_hw share theirs: one), at least that many in the long cases;
 #    the PEAK of RC QPs over the samples: 0 on the passive side, at most the
 #    active side's outstanding connects (each dat_ep_connect makes one RC QP
-#    until the XRC answer), and no RC QP alive over KEPT_S seconds; XRC TGT
+#    until the XRC answer; 0 with xrc_rc_fallback=no: the norc group's
+#    dtestcm bursts), and no RC QP alive over KEPT_S seconds; XRC TGT
 #    QPs (kernel-owned, no pid) of the host, above the count before the run,
 #    within what the peer host's INI QPs need;
 #  * each INI QP's attributes as ibv_query_qp reports them (the provider's
@@ -449,7 +452,7 @@ domain_check() {
 
 server_cmd=""
 client_cmd=""
-only="dapltest,dtest,dtestx,shared,unpolled,tgtkill,churn,dtestsrq"
+only="dapltest,dtest,dtestx,shared,unpolled,tgtkill,churn,dtestsrq,norc"
 iter=1000
 long_iter=50000
 conns=64
@@ -482,7 +485,7 @@ want() { # GROUP: in --only?
 on() {
 	local prefix=$1 name=$2 secs=$3
 	local envv=(env DAPL_OFX_XRC=on "DAPL_OFX_XRCD=$xrcd" "DAPL_OFX_XRC_TGT=$4"
-		DAPL_OFX_STATS=yes DAPL_OFX_LOG_LEVEL=debug "DAPL_OFX_LOG_SUBSYS=xrc,ia")
+		"DAPL_OFX_XRC_RC_FALLBACK=${RC_FALLBACK:-yes}" DAPL_OFX_STATS=yes DAPL_OFX_LOG_LEVEL=debug "DAPL_OFX_LOG_SUBSYS=xrc,ia")
 	shift 4
 	# shellcheck disable=SC2086
 	timeout -k 5 "$secs" $prefix "${envv[@]}" "$@" >"$logdir/$name.log" 2>&1 &
@@ -867,6 +870,16 @@ group_tgtkill() {
 	tgtkill 2b break
 }
 
+# xrc_rc_fallback=no on both hosts: dtestcm's bursts of connects build no RC
+# QP on the client either (its peak is 0, where by default it is the burst)
+group_norc() {
+	local c=norc.dtestcm
+	RC_FALLBACK=no pair "$c" 600 15828 dtestcm -P "$SIA" -s -c "$conns" -b "$burst" -- \
+		dtestcm -P "$CIA" -h "$SADDR" -c "$conns" -b "$burst" || return
+	judge_pair "$c" 'DAPL Connection Test Complete' 'FAILED|Error|ERR' "$conns" 1
+	judge_qp "$c" "$(log_pids "$(L "$c.srv")")" "$(log_pids "$(L "$c.cli")")" 1 0 0 - 1
+}
+
 group_churn() {
 	local r sp pids_s="" pids_c="" bad_out="" bad_stats="" c v w=8 rnd
 	# dtestcm: a new process pair each round
@@ -1126,7 +1139,7 @@ if ! $client_cmd test -x "$tool" || ! $server_cmd test -x "$tool"; then
 	only=$(sed 's/unpolled//;s/tgtkill//' <<<"$only")
 fi
 
-for g in dapltest dtest dtestx shared unpolled tgtkill churn dtestsrq; do
+for g in dapltest dtest dtestx shared unpolled tgtkill churn dtestsrq norc; do
 	want "$g" || continue
 	echo "-- $g"
 	"group_$g"

@@ -2112,6 +2112,51 @@ static void test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc(void)
 
 #define N_INFLIGHT 8
 
+/* `n` dat_ep_connects from ea[] to b's PSP at once: b's CRs, in order. */
+static void connect_all(struct xm_proc *b, struct ofx_ep **ea, DAT_CR_HANDLE *cr, int n)
+{
+	DAT_EVENT ev;
+
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+					       DAT_CONNECT_DEFAULT_FLAG),
+				DAT_SUCCESS);
+	xm_pump();
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
+		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
+	}
+}
+
+/*
+ * After connects in flight from a to b: a's RC QP peak was `peak_a`, b made
+ * none, none is left, and one INI QP each way serves them all; the end.
+ */
+static void expect_in_flight_end(struct xm_proc *a, struct xm_proc *b, DAT_PSP_HANDLE psp,
+				 unsigned long peak_a)
+{
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, peak_a);
+	CU_ASSERT_EQUAL(stats(a).rc_qps, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
+	CU_ASSERT_EQUAL(stats(b).rc_qps, 0);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
+/* b accepts every CR of connect_all on eb[]: all are established on both sides. */
+static void accept_all(struct xm_proc *a, struct ofx_ep **ea, struct xm_proc *b,
+		       struct ofx_ep **eb, const DAT_CR_HANDLE *cr, int n)
+{
+	for (int i = 0; i < n; i++)
+		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_all_established(a, ea, n);
+	expect_all_established(b, eb, n);
+}
+
 /*
  * D7: N dat_ep_connects in flight at once from one process to an XRC peer.
  * Each REQ names an RC QP of its own (a stock peer would accept it), so the
@@ -2124,42 +2169,246 @@ static void test_rc_qp_peak_is_the_connects_in_flight(void)
 	struct ofx_ep *ea[N_INFLIGHT], *eb[N_INFLIGHT];
 	DAT_CR_HANDLE cr[N_INFLIGHT];
 	DAT_PSP_HANDLE psp;
-	DAT_EVENT ev;
 
 	setup(2);
 	xm_use_cm = true;
 	open_pair(&a, &ea[0], &b, &eb[0]);
 	psp = psp_open(b);
-	for (int i = 0; i < N_INFLIGHT; i++) {
-		if (i)
-			ea[i] = xm_ep_new(a);
-		if (i)
-			eb[i] = xm_ep_new(b);
-		CU_ASSERT_EQUAL(ofx_ep_connect(ea[i], (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
-					       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
-					       DAT_CONNECT_DEFAULT_FLAG),
-				DAT_SUCCESS);
+	for (int i = 1; i < N_INFLIGHT; i++) {
+		ea[i] = xm_ep_new(a);
+		eb[i] = xm_ep_new(b);
 	}
-	xm_pump();
+	connect_all(b, ea, cr, N_INFLIGHT);
 	CU_ASSERT_EQUAL(stats(a).rc_qps, N_INFLIGHT);
 	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), N_INFLIGHT);
-	for (int i = 0; i < N_INFLIGHT; i++) {
-		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(b->cr_evd, &ev), DAT_SUCCESS);
-		CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_REQUEST_EVENT);
-		cr[i] = ev.event_data.cr_arrival_event_data.cr_handle;
-	}
-	for (int i = 0; i < N_INFLIGHT; i++)
-		CU_ASSERT_EQUAL(ofx_cr_accept(cr[i], eb[i], 0, NULL), DAT_SUCCESS);
-	xm_pump();
-	expect_all_established(a, ea, N_INFLIGHT);
-	expect_all_established(b, eb, N_INFLIGHT);
+	accept_all(a, ea, b, eb, cr, N_INFLIGHT);
 	CU_ASSERT_EQUAL(stats(a).conn_xrc, N_INFLIGHT);
-	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, N_INFLIGHT);
-	CU_ASSERT_EQUAL(stats(a).rc_qps, 0);
-	CU_ASSERT_EQUAL(stats(b).rc_qps_peak, 0);
-	CU_ASSERT_EQUAL(stats(b).rc_qps, 0);
-	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	expect_in_flight_end(a, b, psp, N_INFLIGHT);
+}
+
+/*
+ * xrc_rc_fallback=no on both sides: the same N connects in flight build no
+ * RC QP anywhere.  Each REQ names its SRQ's number, distinct on the
+ * device, so the passive node's CM takes every one of them (the model
+ * rejects a REQ naming a number a connection of that node holds, as the
+ * kernel does: test_model_rejects_a_req_naming_a_qp_number_in_use).
+ */
+static void test_xrc_only_connects_in_flight_build_no_rc_qp(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea[N_INFLIGHT], *eb[N_INFLIGHT];
+	DAT_CR_HANDLE cr[N_INFLIGHT];
+	DAT_PSP_HANDLE psp;
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	a->ia.cfg.xrc_rc_fallback = b->ia.cfg.xrc_rc_fallback = false;
+	psp = psp_open(b);
+	for (int i = 0; i < N_INFLIGHT; i++) {
+		ea[i] = xm_ep_new(a);
+		eb[i] = xm_ep_new(b);
+		post_recv(ea[i], 1000 + i);
+		post_recv(eb[i], 2000 + i);
+	}
+	connect_all(b, ea, cr, N_INFLIGHT);
+	for (int i = 0; i < N_INFLIGHT; i++)
+		CU_ASSERT_PTR_NULL(ea[i]->qp);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	expect_empty(a->conn_evd);	/* no REQ was refused as stale */
+	accept_all(a, ea, b, eb, cr, N_INFLIGHT);
+	expect_xrc_only(a, N_INFLIGHT);
+	expect_xrc_only(b, N_INFLIGHT);
+	for (int i = 0; i < N_INFLIGHT; i++) {
+		CU_ASSERT_EQUAL(send_msg(ea[i], "to b", 1), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(send_msg(eb[i], "to a", 2), DAT_SUCCESS);
+		expect_recv(b, eb[i], 2000 + i, "to b");
+		expect_recv(a, ea[i], 1000 + i, "to a");
+	}
+	expect_in_flight_end(a, b, psp, 0);
+}
+
+/*
+ * xrc_rc_fallback=no towards a peer whose EPs run RC (xrc=off there): it
+ * accepts over an RC QP of its own, naming the number our REQ gave.  We
+ * have no QP for it: the active side rejects that accept and reports
+ * NON_PEER_REJECTED with a log line saying why.  The passive side gets a
+ * REJ (reason 28, no data) after its REP, as when an active consumer's
+ * side turns down a REP: ours reports ACCEPT_COMPLETION_ERROR (what stock
+ * libdaplofa reports for it is its own).  Nothing stays behind: reset
+ * frees the offer's SRQ, and the next connect offers again.
+ */
+static void test_xrc_only_connect_to_an_rc_peer_is_refused(void)
+{
+	char path[] = "/tmp/ofx-xrc-log-XXXXXX", text[16384];
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	int fd = mkstemp(path);
+	ssize_t n;
+
+	CU_ASSERT_FATAL(fd >= 0);
+	setenv("DAPL_OFX_LOG_FILE", path, 1);
+	ofx_log_fini();
+	ofx_log_init();
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	a->ia.cfg.xrc_rc_fallback = false;
+	psp = psp_open(b);
+	ea = xm_ep_new(a);
+	eb = xm_ep_rc(b);
+	cr = dat_request(a, ea, b, psp, "hi", 3);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 1);	/* the offer's */
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
+	CU_ASSERT_EQUAL(ea->state, OFX_EP_DISCONNECTED);
+	CU_ASSERT_PTR_NULL(ea->qp);
+	CU_ASSERT_PTR_NULL(ea->cm_id);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, 0);
+	CU_ASSERT_EQUAL(stats(a).conn_rc + stats(a).conn_xrc, 0);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 1);	/* the peer's EP's */
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_XRC_SEND), 0);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 0);
+	CU_ASSERT_EQUAL(ofx_ep_free(eb), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(xm_live_qps(IBV_QPT_RC), 0);
+	/* an XRC peer next: the same EP connects over XRC, still without an RC QP */
+	eb = xm_ep_new(b);
+	pair(a, ea, b, eb, 1);
+	expect_xrc_only(a, 1);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, 0);
 	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+	ofx_log_fini();
+	unsetenv("DAPL_OFX_LOG_FILE");
+	ofx_log_init();
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	unlink(path);
+	text[n > 0 ? n : 0] = '\0';
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "accepted the xrc offer over rc"));
+	CU_ASSERT_PTR_NOT_NULL(strstr(text, "xrc_rc_fallback=no"));
+}
+
+/*
+ * xrc_rc_fallback=no leaves alone a connect that makes no offer: 49 bytes
+ * of connect data leave no room for it, so the REQ names an RC QP of the
+ * EP's and the connection runs over RC on it, as with the fallback.
+ */
+static void test_xrc_only_connect_without_an_offer_runs_over_rc(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	char big[49];
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea, &b, &eb);
+	a->ia.cfg.xrc_rc_fallback = false;
+	CU_ASSERT_EQUAL(ofx_ep_free(ea), DAT_SUCCESS);
+	ea = xm_ep_new(a);	/* attached with the option set */
+	CU_ASSERT_PTR_EQUAL(ea->transport, &ofx_xrc_only_ep_transport);
+	psp = psp_open(b);
+	memset(big, 'z', sizeof(big));
+	CU_ASSERT_EQUAL(ofx_ep_connect(ea, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, (DAT_COUNT)sizeof(big), big,
+				       DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(ea->qp);
+	xm_pump();
+	/* a raw RC REQ: the peer sees the whole 56-byte area, no trailer */
+	cr = expect_cr(b, psp, QUAL, NULL, 56);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, eb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_established(a, ea, NULL, 0);
+	expect_established(b, eb, NULL, 0);
+	CU_ASSERT_EQUAL(ea->qp->state, IBV_QPS_RTS);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, 1);
+	CU_ASSERT_EQUAL(stats(a).conn_xrc + stats(b).conn_xrc, 0);
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
+	teardown(2);
+}
+
+/*
+ * The kernel's IB CM (cm_req_handler) refuses a REQ as stale (REJ reason
+ * 10) when a connection of the receiving node already holds the QP number
+ * it names from the same sending node; rdma_cm lets an id without a QP
+ * name any number (conn_param->qp_num).  Two REQs in flight naming one
+ * number: the second is refused, one naming another number is received.
+ */
+static void test_model_rejects_a_req_naming_a_qp_number_in_use(void)
+{
+	struct xm_proc *a, *b;
+	struct rdma_cm_id *lid, *id[3], *got[3];
+	struct rdma_cm_event *ev;
+	struct sockaddr_in dst;
+	const uint32_t qpn[3] = { 0x77, 0x77, 0x78 };
+	int nreq = 0, rej = 0, stale = -1;
+
+	setup(2);
+	xm_use_cm = true;
+	xm_autopump = false;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	memcpy(&dst, &b->ia.addr, sizeof(dst));
+	dst.sin_port = htons(4791);
+	CU_ASSERT_EQUAL_FATAL(ofx_verbs->create_id(b->ia.cm_channel, &lid, NULL, RDMA_PS_TCP), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_verbs->bind_addr(lid, (struct sockaddr *)&dst), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_verbs->listen(lid, 8), 0);
+	for (int i = 0; i < 3; i++) {
+		struct rdma_conn_param cp = { .qp_num = qpn[i] };
+
+		CU_ASSERT_EQUAL_FATAL(ofx_verbs->create_id(a->ia.cm_channel, &id[i], NULL,
+							   RDMA_PS_TCP), 0);
+		CU_ASSERT_EQUAL(ofx_verbs->resolve_addr(id[i], NULL, (struct sockaddr *)&dst, 10), 0);
+		CU_ASSERT_EQUAL(ofx_verbs->resolve_route(id[i], 10), 0);
+		CU_ASSERT_EQUAL(ofx_verbs->connect(id[i], &cp), 0);
+	}
+	while (ofx_verbs->get_cm_event(b->ia.cm_channel, &ev) == 0) {
+		CU_ASSERT_EQUAL(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+		if (nreq < 3)
+			got[nreq++] = ev->id;
+		ofx_verbs->ack_cm_event(ev);
+	}
+	CU_ASSERT_EQUAL(nreq, 2);
+	while (ofx_verbs->get_cm_event(a->ia.cm_channel, &ev) == 0) {
+		if (ev->event == RDMA_CM_EVENT_REJECTED) {
+			rej++;
+			CU_ASSERT_EQUAL(ev->status, 10);
+			stale = ev->id == id[1] ? 1 : ev->id == id[0] ? 0 : 2;
+		}
+		ofx_verbs->ack_cm_event(ev);
+	}
+	CU_ASSERT_EQUAL(rej, 1);
+	CU_ASSERT_EQUAL(stale, 1);
+	/* once the holder rejected its REQ, the number is free again */
+	for (int i = 0; i < nreq; i++)
+		ofx_verbs->reject(got[i], NULL, 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_id(id[1]), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_verbs->create_id(a->ia.cm_channel, &id[1], NULL, RDMA_PS_TCP), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->resolve_addr(id[1], NULL, (struct sockaddr *)&dst, 10), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->resolve_route(id[1], 10), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->connect(id[1], &(struct rdma_conn_param){ .qp_num = 0x77 }), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_verbs->get_cm_event(b->ia.cm_channel, &ev), 0);
+	CU_ASSERT_EQUAL(ev->event, RDMA_CM_EVENT_CONNECT_REQUEST);
+	got[nreq++] = ev->id;
+	ofx_verbs->ack_cm_event(ev);
+	for (int i = 0; i < nreq; i++)
+		CU_ASSERT_EQUAL(ofx_verbs->destroy_id(got[i]), 0);
+	while (ofx_verbs->get_cm_event(a->ia.cm_channel, &ev) == 0)
+		ofx_verbs->ack_cm_event(ev);
+	for (int i = 0; i < 3; i++)
+		CU_ASSERT_EQUAL(ofx_verbs->destroy_id(id[i]), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_id(lid), 0);
+	xm_autopump = true;
 	teardown(2);
 }
 
@@ -3306,6 +3555,14 @@ CU_TestInfo ofx_test_xrc[] = {
 	{ "ini qp fits an mlx5 device", test_ini_qp_fits_an_mlx5_device },
 	{ "rc qp peak is the connects in flight, none on the passive side or after",
 	  test_rc_qp_peak_is_the_connects_in_flight },
+	{ "xrc_rc_fallback=no: connects in flight build no rc qp on either side",
+	  test_xrc_only_connects_in_flight_build_no_rc_qp },
+	{ "xrc_rc_fallback=no: a peer that accepts over rc is refused, nothing leaks",
+	  test_xrc_only_connect_to_an_rc_peer_is_refused },
+	{ "xrc_rc_fallback=no: a connect that makes no offer runs over rc",
+	  test_xrc_only_connect_without_an_offer_runs_over_rc },
+	{ "model rejects a req naming a qp number a connection of that node holds",
+	  test_model_rejects_a_req_naming_a_qp_number_in_use },
 	{ "ep with more request sges than an ini qp holds runs over rc (mlx5)",
 	  test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc },
 	{ "ini qp that cannot be made fails both sides cleanly",

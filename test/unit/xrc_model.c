@@ -1805,6 +1805,51 @@ static struct xm_id *listener_of(struct rdma_cm_id *id)
 	return l;
 }
 
+/*
+ * The kernel's IB CM keeps the (QP number, CA) pair of every connection
+ * of its node (cm_insert_remote_qpn, drivers/infiniband/core/cm.c): a
+ * passive id's from the REQ it received until it rejects it or the
+ * connection ends, an active id's from the REP.  rdma_cm takes the REQ's
+ * number from conn_param when the id has no QP (rdma_connect, librdmacm
+ * and the kernel alike) and checks nothing.  The id of node `to` that
+ * holds `qp_num` of m's node, if any: a REQ naming it is stale.
+ */
+static struct xm_id *qpn_holder(const struct xm_id *m, int to, uint32_t qp_num)
+{
+	struct ofx_list *pos, *tmp;
+
+	xm_for_each(pos, tmp, FAKE_ID) {
+		struct xm_id *n = id_at(pos);
+
+		/* a peer that has not accepted named no number yet */
+		if (n != m && n->p->node == to && n->fid.id.ps != RDMA_PS_UDP && n->peer &&
+		    n->peer != m && !n->peer->req_rcvd && n->peer->p->node == m->p->node &&
+		    n->peer->qp_num == qp_num)
+			return n;
+	}
+	return NULL;
+}
+
+/*
+ * cm_req_handler: a stale REQ gets REJ reason 10 (IB_CM_REJ_STALE_CONN),
+ * and the id holding the pair a DREQ if it is connected.  True if so.
+ */
+static bool stale_req(struct xm_id *m, int to, uint32_t qp_num)
+{
+	struct xm_id *n = m->fid.id.ps == RDMA_PS_UDP ? NULL : qpn_holder(m, to, qp_num);
+
+	if (!n)
+		return false;
+	ev_queue(m, RDMA_CM_EVENT_REJECTED, 10, NULL, NULL, 0, false);
+	if (!n->req_rcvd) {
+		ev_queue(n->peer, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0, false);
+		ev_queue(n, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, NULL, 0, false);
+		n->peer->peer = NULL;
+		n->peer = NULL;
+	}
+	return true;
+}
+
 static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 {
 	struct xm_id *m = xm_id_of(id), *l, *n;
@@ -1840,6 +1885,8 @@ static int m_connect(struct rdma_cm_id *id, struct rdma_conn_param *param)
 			ev_queue(m, RDMA_CM_EVENT_REJECTED, 8, NULL, NULL, 0, false);
 		return 0;
 	}
+	if (stale_req(m, to, param->qp_num))
+		return 0;
 	m_create_id(l->fid.id.channel, &nid, l->fid.id.context, id->ps);
 	n = xm_id_of(nid);
 	n->fid.id.route.addr.src_storage = l->fid.id.route.addr.src_storage;
@@ -2463,7 +2510,7 @@ struct xm_proc *xm_proc_of(const struct ofx_ep *ep)
 	return proc_of_ia(ep->obj.ia);
 }
 
-struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads)
+static struct ofx_ep *ep_make(struct xm_proc *p, int iov, int reads)
 {
 	DAT_EP_ATTR a;
 	DAT_EP_HANDLE h = NULL;
@@ -2481,8 +2528,27 @@ struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads)
 	CU_ASSERT_EQUAL_FATAL(ofx_ep_create(&p->ia, &p->pz, p->recv_evd, p->req_evd, p->conn_evd,
 					    &a, &h),
 			      DAT_SUCCESS);
-	CU_ASSERT_PTR_NOT_NULL_FATAL(((struct ofx_ep *)h)->xrc);
 	return h;
+}
+
+struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads)
+{
+	struct ofx_ep *ep = ep_make(p, iov, reads);
+
+	CU_ASSERT_PTR_NOT_NULL_FATAL(ep->xrc);
+	return ep;
+}
+
+struct ofx_ep *xm_ep_rc(struct xm_proc *p)
+{
+	struct ofx_ep *ep;
+
+	/* what the IA decides at open (ia->xrc), for this EP alone */
+	p->ia.xrc = false;
+	ep = ep_make(p, 1, 0);
+	p->ia.xrc = true;
+	CU_ASSERT_PTR_NULL_FATAL(ep->xrc);
+	return ep;
 }
 
 struct ofx_ep *xm_ep_new(struct xm_proc *p)
@@ -2503,7 +2569,7 @@ void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct 
 	pthread_mutex_lock(&ea->lock);
 	ea->remote_addr = b->ia.addr;
 	test_ep_force_state(ea, OFX_EP_ACTIVE_PENDING);
-	CU_ASSERT_EQUAL(ofx_xrc_connect(ea, pdata, pdata_len, &offered), 0);
+	CU_ASSERT_EQUAL(ea->transport->connect(ea, pdata, pdata_len, &offered), 0);
 	CU_ASSERT_TRUE_FATAL(offered);
 	pthread_mutex_unlock(&ea->lock);
 

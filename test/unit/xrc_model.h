@@ -160,6 +160,8 @@ void xm_proc_kill(struct xm_proc *p);
 /* An EP of `p` on its EVDs: 8 receives, 16 requests of `iov` segments, `reads` each way. */
 struct ofx_ep *xm_ep_with(struct xm_proc *p, int iov, int reads);
 struct ofx_ep *xm_ep_new(struct xm_proc *p);	/* 1 segment, no reads */
+/* A plain RC EP (1 segment, no reads), as an IA with xrc=off makes them. */
+struct ofx_ep *xm_ep_rc(struct xm_proc *p);
 /*
  * The lkey (and with xm_rkey the rkey) of an LMR of `p`'s PZ over [addr,
  * addr + len) with every privilege (remote atomics too), registered on first use: the model

@@ -80,7 +80,7 @@ fi
 for c in dapltest.L.t4w8.qp.cli dapltest.L.t4w8.tgt.srv shared.domain.srv shared.qp.cli \
 	unpolled.cli tgtkill.2a.pre.tgt.srv tgtkill.2a.post.tgt.srv tgtkill.2b.post.tgt.srv \
 	tgtkill.2b.cli.stats churn.dtestcm.after.srv churn.dapltest.after.tgt.srv \
-	dtestsrq.srv.stats dtestx.rd_atomic.cli; do
+	dtestsrq.srv.stats dtestx.rd_atomic.cli norc.dtestcm.qp.cli; do
 	if [ "$(verdict good "$c")" = PASS ]; then
 		pass "healthy mock: $c PASS"
 	else
@@ -95,6 +95,12 @@ else
 fi
 
 # planted faults: BUG GROUP CHECKS (the comma list of checks that must fail, and no other)
+if grep -Eq '^norc\.dtestcm\.qp\.cli +PASS ini=1 rc=0 ' "$work/good.out"; then
+	pass "healthy mock: xrc_rc_fallback=no, the client's bursts peak at 0 RC QPs"
+else
+	fail "healthy mock: norc.dtestcm.qp.cli not 'ini=1 rc=0'" "$work/good.out"
+fi
+
 while read -r bug group want; do
 	run "$bug" "$bug" --only "$group"
 	got=$(sed -n '/^=* xrc-hw: /,$p' "$work/$bug.out" | awk '$2 == "FAIL" { print $1 }' | paste -sd, -)
@@ -107,6 +113,7 @@ done <<-'EOF'
 	rc_kept dapltest dapltest.L.t4w8.qp.cli
 	tgt_leak churn churn.dapltest.tgt.srv,churn.dapltest.after.tgt.srv
 	rc_fallback dtest dtest.cli.stats
+	norc_rc norc norc.dtestcm.qp.cli
 EOF
 
 echo "# $((checks - failed)) of $checks checks passed"
