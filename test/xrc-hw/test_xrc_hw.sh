@@ -59,6 +59,7 @@ run() {
 	rm -rf "$work/state"
 	mkdir -p "$work/state"
 	PATH=$bin:$PATH MOCK_DIR=$work/state MOCK_SAMPLES=$samples MOCK_BUG=$bug SAMPLE_S=0.1 \
+		MOCK_LOGDIR=$work/$name.log \
 		timeout 600 bash "$script" --server-cmd "env MOCK_HOST=srv" --client-cmd "env MOCK_HOST=cli" \
 		--tool "$bin/ofx_xrc_hw" --iter 100 --long-iter 10000 --conns 8 --burst 4 --rounds 2 \
 		--log "$work/$name.log" "$@" ofx-srv ofx-cli 10.0.0.1 >"$work/$name.out" 2>&1
