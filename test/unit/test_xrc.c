@@ -1467,6 +1467,32 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 }
 
 /*
+ * open_shared_pairs (n2 receives for e2), then A's recv EVD full (its
+ * consumer stops polling: returns how many events fill it), a receive for
+ * e1 and one for e2 behind it in A's CQ, and e1's connection ended: its
+ * retired SRQ cannot be reaped and stays (3 SRQs: that one, e2's, f2's).
+ */
+static int e1_ends_behind_a_full_evd(struct xm_proc **a, struct xm_proc **b, struct ofx_ep **e1,
+				     struct ofx_ep **f1, struct ofx_ep **e2, struct ofx_ep **f2,
+				     int n2)
+{
+	int n;
+
+	open_shared_pairs(a, b, e1, f1, e2, f2, 1, n2);
+	n = evd_fill((*a)->recv_evd);
+	CU_ASSERT_EQUAL(send_msg(*f1, "for e1", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(*f2, "for e2", 2), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(fake_cq_pending((*a)->recv_evd), 2);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(*e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(*a, *e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(*b, *f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 3);
+	return n;
+}
+
+/*
  * D3: e1's connection ends while A's recv EVD is full (its consumer is not
  * polling), so its retired SRQ keeps a CQE in the CQ, and e1 reconnects
  * at once.  The new connection cannot take the SRQ's place without
@@ -1483,18 +1509,8 @@ static void test_reconnect_while_the_evd_is_full_keeps_the_retired_srq(void)
 	int n, srqs, ret = -1;
 
 	setup(2);
-	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 2);
-	n = evd_fill(a->recv_evd);
-	CU_ASSERT_EQUAL(send_msg(f1, "for e1", 1), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(send_msg(f2, "for e2", 2), DAT_SUCCESS);
-	xm_pump();
-	CU_ASSERT_EQUAL(fake_cq_pending(a->recv_evd), 2);
-	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-	xm_pump();
-	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	n = e1_ends_behind_a_full_evd(&a, &b, &e1, &f1, &e2, &f2, 2);
 	srqs = fake_verbs.srqs;
-	CU_ASSERT_EQUAL(srqs, 3);	/* e1's retired one, e2's, f2's */
 	CU_ASSERT_EQUAL(ofx_ep_reset(e1), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(fake_verbs.srqs, srqs);
 
@@ -1541,16 +1557,7 @@ static void test_completions_behind_a_full_evd_are_delivered_once_polled(void)
 	int n;
 
 	setup(2);
-	open_shared_pairs(&a, &b, &e1, &f1, &e2, &f2, 1, 1);
-	n = evd_fill(a->recv_evd);
-	CU_ASSERT_EQUAL(send_msg(f1, "for e1", 1), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(send_msg(f2, "for e2", 2), DAT_SUCCESS);
-	xm_pump();
-	CU_ASSERT_EQUAL(ofx_ep_disconnect(e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
-	xm_pump();
-	expect_conn(a, e1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	expect_conn(b, f1, DAT_CONNECTION_EVENT_DISCONNECTED);
-	CU_ASSERT_EQUAL(fake_verbs.srqs, 3);
+	n = e1_ends_behind_a_full_evd(&a, &b, &e1, &f1, &e2, &f2, 1);
 
 	evd_unfill(a->recv_evd, n);
 	expect_recv(a, e1, 1000, "for e1");
