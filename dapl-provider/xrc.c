@@ -770,8 +770,9 @@ static void srq_destroy(struct ibv_srq *srq, uint32_t srqn)
 
 /*
  * A retired SRQ destroyed without polling its CQEs first (the owner's
- * memory is going, or a new connection needs it and no drain may run under
- * the owner's lock): a CQE of it still in the CQ would fail a later poll.
+ * memory is going at ia_close): a CQE of it still in the CQ would fail a
+ * later poll.  A new connection never needs its place: ofx_xrc_conn_fits
+ * sends it over RC while the SRQ waits.
  */
 static void srq_drop_retired(struct ofx_xrc_conn *xe)
 {
@@ -1084,6 +1085,17 @@ static bool ini_sge_fits(struct ofx_ia *ia, const struct ofx_xrc_conn_params *p)
 
 bool ofx_xrc_conn_fits(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params *params)
 {
+	/*
+	 * The last connection's SRQ still has CQEs behind a full recv EVD:
+	 * destroying it now would fail the poll that meets them, and a second
+	 * retired SRQ has no place.  RC needs neither; the reset after this
+	 * connection reaps it again.
+	 */
+	if (xe->old_srq) {
+		ofx_info("xrc srq 0x%x still has unpolled completions: the connection runs over rc",
+			 xe->old_srqn);
+		return false;
+	}
 	if (ini_sge_fits(xe->ia, params))
 		return true;
 	ofx_dbg("xrc: %u request sges do not fit an ini qp on %s: the connection runs over rc",
@@ -1662,7 +1674,6 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn_params
 	if (pdata_len > XRC_REQ_AREA - OFX_PDATA_HDR_LEN || !ofx_xrc_conn_fits(xe, params))
 		return 0;
 	xrc_srq_close(xe); /* an earlier offer whose connect never started */
-	srq_drop_retired(xe);
 	xe->params = *params;
 	ret = xrc_srq_open(xe);
 	if (ret)
@@ -1764,7 +1775,6 @@ int ofx_xrc_conn_accept_begin(struct ofx_xrc_conn *xe, const struct ofx_xrc_conn
 {
 	int ret;
 
-	srq_drop_retired(xe);
 	xe->params = *params;
 	ret = xrc_srq_open(xe);
 	if (ret) {

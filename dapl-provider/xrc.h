@@ -526,8 +526,10 @@ int ofx_xrc_conn_reset(struct ofx_xrc_conn *conn);
  *   data with the offer to `req`; its length, 0 when the consumer's data
  *   leaves no room for the offer (plain RC), or a negative errno.
  *   It makes no offer either when the device cannot make an INI QP with
- *   the EP's request SGEs (mlx5: more than 19), which RC may still hold.
- * ofx_xrc_conn_fits: that check (logged at debug when false); the passive
+ *   the EP's request SGEs (mlx5: more than 19), which RC may still hold,
+ *   nor while the last connection's SRQ waits for its completions to be
+ *   polled (its recv EVD was full).
+ * ofx_xrc_conn_fits: those checks (logged when false); the passive
  *   side declines an offer with it (accept over RC).
  * ofx_xrc_conn_offered: the REQ in flight carries an offer.
  * ofx_xrc_conn_fallback (section 8): a REP answered the offer: RC.

@@ -1466,6 +1466,116 @@ static void test_srq_destroy_with_unpolled_receives_spares_other_eps(void)
 	teardown(2);
 }
 
+/*
+ * open_shared_pairs (n2 receives for e2), then A's recv EVD full (its
+ * consumer stops polling: returns how many events fill it), a receive for
+ * e1 and one for e2 behind it in A's CQ, and e1's connection ended: its
+ * retired SRQ cannot be reaped and stays (3 SRQs: that one, e2's, f2's).
+ */
+static int e1_ends_behind_a_full_evd(struct xm_proc **a, struct xm_proc **b, struct ofx_ep **e1,
+				     struct ofx_ep **f1, struct ofx_ep **e2, struct ofx_ep **f2,
+				     int n2)
+{
+	int n;
+
+	open_shared_pairs(a, b, e1, f1, e2, f2, 1, n2);
+	n = evd_fill((*a)->recv_evd);
+	CU_ASSERT_EQUAL(send_msg(*f1, "for e1", 1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(send_msg(*f2, "for e2", 2), DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_EQUAL(fake_cq_pending((*a)->recv_evd), 2);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(*e1, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(*a, *e1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(*b, *f1, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 3);
+	return n;
+}
+
+/*
+ * D3: e1's connection ends while A's recv EVD is full (its consumer is not
+ * polling), so its retired SRQ keeps a CQE in the CQ, and e1 reconnects
+ * at once.  The new connection cannot take the SRQ's place without
+ * destroying it unpolled (mlx5: the next poll fails and loses e2's
+ * completion with it): it runs over RC, the SRQ stays, and once the
+ * consumer polls again e2's completion is there and e2 keeps working.
+ */
+static void test_reconnect_while_the_evd_is_full_keeps_the_retired_srq(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	struct ofx_conn_req cr;
+	bool offered = true;
+	int n, srqs, ret = -1;
+
+	setup(2);
+	n = e1_ends_behind_a_full_evd(&a, &b, &e1, &f1, &e2, &f2, 2);
+	srqs = fake_verbs.srqs;
+	CU_ASSERT_EQUAL(ofx_ep_reset(e1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, srqs);
+
+	/* an offer to accept is declined (RC), as is one to make */
+	memset(&cr, 0, sizeof(cr));
+	cr.has_hdr = true;
+	cr.hdr.flags = OFX_PDATA_F_XRC;
+	pthread_mutex_lock(&e1->lock);
+	CU_ASSERT_FALSE(ofx_xrc_accept(e1, &cr, NULL, 0, &ret));
+	CU_ASSERT_EQUAL(fake_verbs.srqs, srqs);
+	CU_ASSERT_EQUAL(ofx_xrc_connect(e1, "again", 6, &offered), 0);
+	pthread_mutex_unlock(&e1->lock);
+	CU_ASSERT_FALSE(offered);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, srqs);
+	CU_ASSERT_EQUAL(stats(a).conn_rc, 1);	/* the accept's */
+
+	/*
+	 * The consumer polls again: nothing was lost, the poll did not fail.
+	 * e1's receive was behind the full EVD when e1 reset (ep_qp_retire
+	 * could not drop it): it comes, in its order.
+	 */
+	evd_unfill(a->recv_evd, n);
+	expect_recv(a, e1, 1000, "for e1");
+	expect_recv(a, e2, 1000, "for e2");
+	expect_empty(a->recv_evd);
+	CU_ASSERT_EQUAL(fake_cq_pending(a->recv_evd), 0);
+	CU_ASSERT_EQUAL(e2->state, OFX_EP_CONNECTED);
+	CU_ASSERT_EQUAL(send_msg(f2, "still", 3), DAT_SUCCESS);
+	expect_recv(a, e2, 1001, "still");
+	CU_ASSERT_EQUAL(ofx_ep_free(f1), DAT_SUCCESS);
+	teardown(2);
+}
+
+/*
+ * D4: the completions a retired SRQ left behind a full EVD are not lost:
+ * once the consumer dequeues, e1's receive is delivered in its order, e2's
+ * after it; a reset then destroys the drained SRQ, and e1 reconnects over
+ * XRC again.
+ */
+static void test_completions_behind_a_full_evd_are_delivered_once_polled(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *e1, *f1, *e2, *f2;
+	int n;
+
+	setup(2);
+	n = e1_ends_behind_a_full_evd(&a, &b, &e1, &f1, &e2, &f2, 1);
+
+	evd_unfill(a->recv_evd, n);
+	expect_recv(a, e1, 1000, "for e1");
+	expect_recv(a, e2, 1000, "for e2");
+	expect_empty(a->recv_evd);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 3);	/* polled, not yet destroyed */
+
+	CU_ASSERT_EQUAL(ofx_ep_reset(e1), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(fake_verbs.srqs, 2);
+	CU_ASSERT_EQUAL(ofx_ep_free(f1), DAT_SUCCESS);
+	f1 = xm_ep_new(b);
+	pair(a, e1, b, f1, 1);
+	expect_xrc_only(a, 3);
+	CU_ASSERT_EQUAL(send_msg(f1, "xrc again", 3), DAT_SUCCESS);
+	expect_recv(a, e1, 1000, "xrc again");
+	teardown(2);
+}
+
 #define N_SHARE 3
 #define N_OUT 2
 
@@ -3578,6 +3688,10 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_srq_error_on_an_xrc_srq_breaks_its_ep_alone },
 	{ "srq destroy with unpolled receives spares other eps' completions",
 	  test_srq_destroy_with_unpolled_receives_spares_other_eps },
+	{ "reconnect while the evd is full keeps the retired srq (rc)",
+	  test_reconnect_while_the_evd_is_full_keeps_the_retired_srq },
+	{ "completions behind a full evd are delivered once polled",
+	  test_completions_behind_a_full_evd_are_delivered_once_polled },
 	{ "broken shared ini qp flushes every ep's dtos",
 	  test_broken_shared_ini_flushes_every_eps_dtos },
 	{ "ini qp destroy waits for its async event without the xrc lock",

@@ -137,6 +137,30 @@ void expect_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
 	CU_ASSERT_EQUAL(d->status, status);
 }
 
+int evd_fill(struct ofx_evd *evd)
+{
+	DAT_EVENT ev;
+	int n = 0;
+
+	memset(&ev, 0, sizeof(ev));
+	ev.event_number = DAT_SOFTWARE_EVENT;
+	while (evd->count < evd->qlen) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_post(evd, &ev), 0);
+		n++;
+	}
+	return n;
+}
+
+void evd_unfill(struct ofx_evd *evd, int n)
+{
+	DAT_EVENT ev;
+
+	for (int i = 0; i < n; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL_FATAL(ev.event_number, DAT_SOFTWARE_EVENT);
+	}
+}
+
 int drain_sends(struct xm_proc *p)
 {
 	DAT_EVENT ev;

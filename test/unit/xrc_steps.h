@@ -54,6 +54,13 @@ void expect_empty(struct ofx_evd *evd);
 #define expect_dto(evd, ep, cookie, status) expect_dto_at(evd, ep, cookie, status, __LINE__)
 void expect_dto_at(struct ofx_evd *evd, struct ofx_ep *ep, uint64_t cookie,
 		   DAT_DTO_COMPLETION_STATUS status, int line);
+/*
+ * A consumer that stops polling: `evd`'s ring filled with software events
+ * (returns how many), so that completions stay in its CQ; evd_unfill
+ * dequeues those `n` again.
+ */
+int evd_fill(struct ofx_evd *evd);
+void evd_unfill(struct ofx_evd *evd, int n);
 /* Every send completion on `p`'s request EVD is a success; returns how many. */
 int drain_sends(struct xm_proc *p);
 /* The next connection event of `p` is `num` for `ep`. */
