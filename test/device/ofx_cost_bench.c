@@ -327,8 +327,9 @@ static int open_all(void)
  * The control EP, with one receive posted once it is ESTABLISHED.  Both
  * sides post after ESTABLISHED; a message that arrives first waits in the
  * sender's RNR retries.  The client then speaks first, as dapltest and
- * dtest do: with stock libdaplofa at either end, a first message from the
- * server (the passive side) never completed (README, Speed).
+ * dtest do, and the server waits for that message instead of sleeping.
+ * With stock libdaplofa at either end no message gets through, whichever
+ * side sends first (README, Speed).
  */
 static int ctl_connect(void)
 {
