@@ -41,6 +41,9 @@
 #                    T in COST_T, and ofx-p2p at COST_P2P_T
 #   scale.SYS        ofx_cost_bench conn without valgrind: memory per EP at
 #                    SCALE_C connected EPs and per EVD, time per connection
+#   cm/SYS.cN        dtestcm -w -c N -b BURST (stock's own program, blocking
+#                    waits), both sides under callgrind, for each N of CM_CG
+#                    and SYS stock, ofx, ofx-p2p (cost part "dtestcm")
 # Dumps land in callgrind/cost/NAME.cli and NAME.srv (bench reads their
 # "Client Request: PHASE:OPS:EMPTIES" trigger lines).
 # Exit status: the number of failed runs (at most 100).
@@ -69,7 +72,7 @@ ONLY_CALLGRIND=${BENCH_ONLY_CALLGRIND:-0}	# 1: skip warm-up and rounds
 CG_ITERS=${BENCH_CG_ITERS:-200 1200}
 CG_TMP=${BENCH_CG_TMP:-/tmp}
 COST=${BENCH_COST:-}			# path of ofx_cost_bench; empty: no cost parts
-COST_PARTS=${BENCH_COST_PARTS:-dapltest dto scale conn}
+COST_PARTS=${BENCH_COST_PARTS:-dapltest dto scale conn dtestcm}
 COST_N=${BENCH_COST_N:-100 600}		# dto operations per measured phase
 COST_K=${BENCH_COST_K:-1000 6000}		# empty dequeues per measured phase
 COST_SIZE=${BENCH_COST_SIZE:-64}
@@ -79,6 +82,7 @@ COST_P2P_T=${BENCH_COST_P2P_T:-100}
 SCALE_T=${BENCH_SCALE_T:-100 1024}
 SCALE_C=${BENCH_SCALE_C:-1 64 1024}
 SCALE_E=${BENCH_SCALE_E:-1 64 1024}
+CM_CG=${BENCH_CM_CG:-20 100}		# dtestcm connections per callgrind run
 COST_QUAL=19300
 PT_PORT=18515
 
@@ -260,24 +264,37 @@ dt_round() { # ROUND SYS IA
 
 # --- dtestcm --------------------------------------------------------------------
 
-cm_run() { # ROUND SYS IA
-	local r=$1 sys=$2 ia=$3 name t0 t1 v
-	name="r$r.$sys.CM.$CONNS"
-	srv_start "$name.srv" 300 dtestcm -P "$ia" -s -c "$CONNS" -b "$CM_BURST"
-	if ! wait_port 15828 60; then
+# cm_pair NAME SECS WAIT SRV_PRE CLI_PRE IA N [DTESTCM_ARGS...]: dtestcm
+# server, then the client once the server's address socket (port 15828)
+# listens: dtestcm opens it after its PSP, so the client's first connect
+# finds the server ready however slow it starts (WAIT seconds)
+cm_pair() {
+	local name=$1 secs=$2 wait=$3 spre=() cpre=() ia=$6 n=$7
+	# shellcheck disable=SC2206
+	spre=($4) cpre=($5)
+	shift 7
+	srv_start "$name.srv" "$secs" "${spre[@]}" dtestcm -P "$ia" -s -c "$n" -b "$CM_BURST" "$@"
+	if ! wait_port 15828 "$wait"; then
 		fail "$name.srv" "server never listened on 15828"
 		srv_stop 1
 		return 1
 	fi
-	t0=$(now)
-	cli "$name" 300 dtestcm -P "$ia" -h "$SADDR" -c "$CONNS" -b "$CM_BURST"
-	t1=$(now)
-	srv_stop 30
+	CM_T0=$(now)
+	cli "$name" "$secs" "${cpre[@]}" dtestcm -P "$ia" -h "$SADDR" -c "$n" -b "$CM_BURST" "$@"
+	CM_T1=$(now)
+	srv_stop "$wait"
 	if grep -Eq 'FAILED|ERR|Error' "$LOGS/$name.log" ||
 		! grep -q 'DAPL Connection Test Complete' "$LOGS/$name.log"; then
 		fail "$name" "no 'DAPL Connection Test Complete' or an error line"
 		return 1
 	fi
+}
+
+cm_run() { # ROUND SYS IA
+	local r=$1 sys=$2 ia=$3 name t0 t1 v
+	name="r$r.$sys.CM.$CONNS"
+	cm_pair "$name" 300 60 "" "" "$ia" "$CONNS" || return 1
+	t0=$CM_T0 t1=$CM_T1
 	# " Connections: %8.2lf usec, CPS %7.2lf Total %4.2lf secs, ..."
 	v=$(sed -n 's/.*Connections:.*CPS *\([0-9.]*\).*/\1/p' "$LOGS/$name.log" | head -n1)
 	[ -n "$v" ] || v=$(sed -n 's/.*Connections:.*CPS *\([0-9.]*\).*/\1/p' "$LOGS/$name.srv.log" | head -n1)
@@ -353,6 +370,28 @@ cg_run() {
 		srv_alive || { dt_server_start "cg.$sys$tag" "$ia" || return; }
 	done
 	dt_server_stop "$ia"
+}
+
+# cm_cg SYS IA N: dtestcm -w -c N, both sides under callgrind from the start
+# (all threads in one profile).  -w: blocking waits; dtestcm's default
+# busy-polls, and the polls would count in proportion to the wall time.
+# bench subtracts the run of the smaller N from the larger: dtestcm's own
+# set-up (IA, PZ, EVDs, PSP) cancels, each connection's EP create, connect
+# or accept, disconnect and EP free stays.
+cm_cg() {
+	local sys=$1 ia=$2 n=$3 name st ct vg="valgrind --tool=callgrind"
+	name="cg.$sys.CM.$n"
+	st="$CG_TMP/bench-$name.srv.$$.out"
+	ct="$CG_TMP/bench-$name.cli.$$.out"
+	mkdir -p "$OUT/callgrind/cm"
+	cm_pair "$name" 1200 300 "$vg --callgrind-out-file=$st" "$vg --callgrind-out-file=$ct" \
+		"$ia" "$n" -w || return 1
+	# shellcheck disable=SC2086
+	$CLI cat "$ct" >"$OUT/callgrind/cm/$sys.c$n.cli.out" 2>/dev/null && $CLI rm -f "$ct"
+	# shellcheck disable=SC2086
+	$SRV cat "$st" >"$OUT/callgrind/cm/$sys.c$n.srv.out" 2>/dev/null && $SRV rm -f "$st"
+	[ -s "$OUT/callgrind/cm/$sys.c$n.cli.out" ] || fail "$name" "no callgrind profile"
+	[ -s "$OUT/callgrind/cm/$sys.c$n.srv.out" ] || fail "$name.srv" "no callgrind profile"
 }
 
 # --- ofx_cost_bench ------------------------------------------------------------------
@@ -448,6 +487,7 @@ say "rounds $ROUNDS, sizes $SIZES, iterations $ITER (bandwidth) / $PP_ITER (ping
 	echo "cg_iters $CG_ITERS"
 	echo "cost $COST_PARTS: n $COST_N k $COST_K size $COST_SIZE m $COST_M t $COST_T p2p_t $COST_P2P_T"
 	echo "scale t $SCALE_T c $SCALE_C e $SCALE_E"
+	echo "cm_cg $CM_CG"
 	# shellcheck disable=SC2086
 	echo "device_limits $($SRV ibv_devinfo -v -d $SDEV 2>/dev/null | awk '$1 ~ /^max_(qp|cq|mr|qp_wr|cqe):$/ {printf "%s %s ", $1, $2}')"
 	echo "ulimit_n $(ulimit -n) ulimit_l $(ulimit -l)"
@@ -491,6 +531,14 @@ if [ "$CALLGRIND" = 1 ]; then
 			cg_run stock "$STOCK_IA" "$op"
 			say "callgrind: ofx $op"
 			cg_run ofx "$OFX_IA" "$op"
+		done
+	fi
+	if has_part dtestcm; then
+		for n in $CM_CG; do
+			say "callgrind: dtestcm -c $n, stock, ofx, ofx p2p=on"
+			cm_cg stock "$STOCK_IA" "$n"
+			cm_cg ofx "$OFX_IA" "$n"
+			cm_cg ofx-p2p "$P2P_IA" "$n"
 		done
 	fi
 	if [ -n "$COST" ]; then

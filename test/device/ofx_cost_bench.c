@@ -251,9 +251,7 @@ static int post_send(DAT_EP_HANDLE ep, void *p, uint32_t len, uint64_t cookie)
 
 /*
  * The next DTO completion of `evd`, which must succeed.  It polls (with
- * short sleeps), so that waiting costs the same in every provider.  With
- * stock libdaplofa no completion arrives at all, waiting or polling (both
- * sides time out after connecting; README, Speed): still open.
+ * short sleeps), so that waiting costs the same in every provider.
  */
 static int dto_wait(DAT_EVD_HANDLE evd, DAT_DTO_COMPLETION_EVENT_DATA *d_p)
 {
@@ -326,10 +324,12 @@ static int open_all(void)
 }
 
 /*
- * The control EP, with one receive posted once it is ESTABLISHED.  Stock
- * libdaplofa lost receives posted before the connection (nothing arrived in
- * the VM), so both sides post after ESTABLISHED; a message that arrives
- * first waits in the sender's RNR retries.
+ * The control EP, with one receive posted once it is ESTABLISHED.  Both
+ * sides post after ESTABLISHED; a message that arrives first waits in the
+ * sender's RNR retries.  The client then speaks first, as dapltest and
+ * dtest do, and the server waits for that message instead of sleeping.
+ * With stock libdaplofa at either end no message gets through, whichever
+ * side sends first (README, Speed).
  */
 static int ctl_connect(void)
 {
@@ -498,10 +498,19 @@ static int dto_client(void)
 	ctl_evd = dto_evd;
 	if (ctl_connect())
 		return -1;
-	do {
+	/* speaks first (ctl_connect); one byte fits the server's -s slots */
+	ctl_tx()[0] = 'h';
+	if (post_send(ctl_ep, ctl_tx(), 1, 1))
+		return -1;
+	/* both completions, so that none is left for the empty phase */
+	for (bool sent = false, got = false; !sent || !got;) {
 		if (dto_wait(dto_evd, &d))
 			return -1;
-	} while (d.operation != DAT_DTO_RECEIVE);
+		if (d.operation == DAT_DTO_RECEIVE)
+			got = true;
+		else
+			sent = true;
+	}
 	memcpy(&rem, ctl_rx(), sizeof(rem));
 	if (rem.len < opt.size) {
 		fail("server buffer of %u bytes", rem.len);
@@ -535,7 +544,13 @@ static int dto_server(void)
 	ctl_evd = dto_evd;
 	if (accept_one(dto_evd, SRV_RECVS + 2, rx, len, SRV_RECVS, &ctl_ep))
 		return -1;
-	sleep_ms(500); /* the client posts its receive on its own ESTABLISHED */
+	/* the client's first message (ctl_connect), then the buffer address */
+	do {
+		if (dto_wait(dto_evd, &d))
+			return -1;
+	} while (d.operation != DAT_DTO_RECEIVE);
+	if (post_recv(ctl_ep, rx + (size_t)d.user_cookie.as_64 * len, len, d.user_cookie.as_64))
+		return -1;
 	memset(ctl_tx(), 0, CTL_LEN);
 	memcpy(ctl_tx(), &rem, sizeof(rem));
 	if (post_send(ctl_ep, ctl_tx(), CTL_LEN, 1))
@@ -645,10 +660,12 @@ static int conn_run(void)
 		return -1;
 	}
 	if (opt.server) {
-		if (accept_one(ctl_evd, SRV_RECVS, ctl_rx(), CTL_LEN, 1, &ctl_ep))
+		char hello[CTL_LEN];
+
+		if (accept_one(ctl_evd, SRV_RECVS, ctl_rx(), CTL_LEN, 1, &ctl_ep) ||
+		    ctl_recv(hello))
 			return -1;
-		sleep_ms(500); /* as in dto_server */
-	} else if (ctl_connect()) {
+	} else if (ctl_connect() || ctl_send("hi", 3)) {
 		return -1;
 	}
 	if (evd_memory())
