@@ -61,6 +61,7 @@ struct ofx_ia_stats {
 struct ofx_rmr_index {
 	pthread_mutex_t lock;
 	struct ofx_rmr *buckets[OFX_RMR_INDEX_BUCKETS];
+	size_t count;	/* RMRs in the buckets: an EP's teardown skips the walk at 0 */
 };
 
 struct ofx_ia {

@@ -76,6 +76,7 @@ static void rmr_index_add(struct ofx_rmr_index *index, struct ofx_rmr *rmr)
 	head = rmr_index_bucket(index, rmr->key_index);
 	rmr->index_next = *head;
 	*head = rmr;
+	index->count++;
 	pthread_mutex_unlock(&index->lock);
 }
 
@@ -87,6 +88,7 @@ static void rmr_index_del(struct ofx_rmr_index *index, struct ofx_rmr *rmr)
 	for (pos = rmr_index_bucket(index, rmr->key_index); *pos; pos = &(*pos)->index_next) {
 		if (*pos == rmr) {
 			*pos = rmr->index_next;
+			index->count--;
 			break;
 		}
 	}
@@ -144,7 +146,8 @@ static struct ofx_rmr **rmr_bound_through(struct ofx_rmr_index *index,
 	size_t n = 0, cap = 0;
 
 	pthread_mutex_lock(&index->lock);
-	for (size_t b = 0; b < OFX_RMR_INDEX_BUCKETS; b++) {
+	/* most processes have no RMR: every EP free would walk 64 empty buckets */
+	for (size_t b = 0; index->count && b < OFX_RMR_INDEX_BUCKETS; b++) {
 		for (struct ofx_rmr *rmr = index->buckets[b]; rmr; rmr = rmr->index_next) {
 			bool mine;
 

@@ -470,6 +470,7 @@ static void expect_rmr_index_empty(void)
 {
 	for (size_t i = 0; i < OFX_RMR_INDEX_BUCKETS; i++)
 		CU_ASSERT_PTR_NULL(ia.rmr_index.buckets[i]);
+	CU_ASSERT_EQUAL(ia.rmr_index.count, 0);
 }
 
 /*
@@ -582,7 +583,9 @@ static void test_windows_bound_through_a_dying_ep_are_renewed(void)
 	old_mw = ofx_rmr_from_handle(rmr)->mw;
 	mws = fake_verbs.mws;
 
+	CU_ASSERT_EQUAL(ia.rmr_index.count, 3);	/* a count the EP teardown trusts */
 	ofx_rmr_ep_gone(&f.ep->cookie_owner);
+	CU_ASSERT_EQUAL(ia.rmr_index.count, 3);	/* renewed in place, still indexed */
 	CU_ASSERT_EQUAL(fake_verbs.mws, mws);	/* one window swapped for another */
 	CU_ASSERT_PTR_NOT_NULL(ofx_rmr_from_handle(rmr)->mw);
 	CU_ASSERT_PTR_NOT_EQUAL(ofx_rmr_from_handle(rmr)->mw, old_mw);
