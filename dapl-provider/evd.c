@@ -1101,8 +1101,7 @@ static inline __attribute__((always_inline)) DAT_RETURN
 evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
 {
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
-	/* evd_poll_len() of an empty ring */
-	int n = evd->qlen < evd->poll_batch ? evd->qlen : evd->poll_batch;
+	int n = evd_poll_len(evd);
 	int got = ofx_verbs->poll_cq(evd->cq, n, wc);
 	struct ofx_cookie *slot;
 	DAT_RETURN status = DAT_QUEUE_EMPTY;

@@ -582,6 +582,7 @@ static int ofx_ia_probe(struct ofx_ia *ia)
 {
 	struct ibv_qp *qp;
 	uint32_t qp_num;
+	const char *why;
 	int ret;
 
 	ia->empty_pd = ofx_verbs->alloc_pd(ia->verbs);
@@ -590,24 +591,27 @@ static int ofx_ia_probe(struct ofx_ia *ia)
 		ofx_err("device %s: ibv_alloc_pd: %m", ofx_ia_dev_name(ia));
 		goto err;
 	}
+	errno = 0;
 	ia->empty_cq = ofx_verbs->create_cq(ia->verbs, 1, NULL, NULL, 0);
 	if (!ia->empty_cq) {
-		ret = errno ? -errno : -ENOMEM;
-		ofx_err("device %s: ibv_create_cq (empty cq): %m", ofx_ia_dev_name(ia));
+		ret = ofx_verbs_create_failed(&why);
+		ofx_err("device %s: ibv_create_cq (empty cq): %s", ofx_ia_dev_name(ia), why);
 		goto err_fini;
 	}
 
 	ia->max_inline = ia->cfg.max_inline;
+	errno = 0;
 	qp = ofx_ia_probe_qp(ia, ia->max_inline);
 	if (!qp && ia->max_inline) {
 		ofx_info("device %s: no rc qp with %u bytes inline (%m): inline sends off",
 			 ofx_ia_dev_name(ia), ia->max_inline);
 		ia->max_inline = 0;
+		errno = 0;
 		qp = ofx_ia_probe_qp(ia, 0);
 	}
 	if (!qp) {
-		ret = errno ? -errno : -ENOMEM;
-		ofx_err("device %s: cannot create an rc qp: %m", ofx_ia_dev_name(ia));
+		ret = ofx_verbs_create_failed(&why);
+		ofx_err("device %s: cannot create an rc qp: %s", ofx_ia_dev_name(ia), why);
 		goto err_fini;
 	}
 	qp_num = qp->qp_num;

@@ -746,10 +746,13 @@ static int xrc_srq_open(struct ofx_xrc_conn *xe)
 	};
 	int ret;
 
+	errno = 0;
 	xe->srq = ofx_verbs->create_srq_ex(ia->verbs, &attr);
 	if (!xe->srq) {
-		ret = errno ? -errno : -ENOMEM;
-		ofx_err("create xrc srq (max_wr %u): %m", attr.attr.max_wr);
+		const char *why;
+
+		ret = ofx_verbs_create_failed(&why);
+		ofx_err("create xrc srq (max_wr %u): %s", attr.attr.max_wr, why);
 		return ret;
 	}
 	ret = ofx_verbs->get_srq_num(xe->srq, &xe->srqn);
