@@ -8,6 +8,9 @@
 #include <infiniband/verbs.h>
 #include <dat2/udat.h>
 
+#include "status.h"
+#include "util.h"
+
 struct ofx_obj;
 struct ofx_cookie;
 struct ofx_cookie_owner;
@@ -211,5 +214,40 @@ bool ofx_dto_settle(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
 		    const struct ibv_wc *wc, struct ofx_cookie_owner **notify_p);
 bool ofx_dto_complete(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
 		      const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_cookie_owner **notify_p);
+
+/* ---- segment lists of posts (EP and SRQ) ---------------------------------- */
+
+/*
+ * Each segment length is 32 bits: only a sum of several can pass UINT32_MAX.
+ * One segment is the common case, so it is not a loop (which the compiler
+ * would vectorise, at a cost for short lists).
+ */
+static inline uint64_t ofx_dto_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
+{
+	uint64_t total;
+
+	if (ofx_likely(n == 1))
+		return iov[0].segment_length;
+	total = 0;
+	for (DAT_COUNT i = 0; i < n; i++)
+		total += iov[i].segment_length;
+	return total;
+}
+
+/*
+ * The segment list's checks (arguments 2 and 3 of a post to an EP or an
+ * SRQ).  One segment, the common case, is in range whenever the queue takes
+ * any: two tests.
+ */
+static inline DAT_RETURN ofx_dto_iov_check(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_COUNT max)
+{
+	if (ofx_likely(n == 1 && max > 0))
+		return ofx_likely(iov != NULL) ? DAT_SUCCESS : OFX_INVALID_ARG(3);
+	if (n < 0 || n > max)
+		return OFX_INVALID_ARG(2);
+	if (n && !iov)
+		return OFX_INVALID_ARG(3);
+	return DAT_SUCCESS;
+}
 
 #endif

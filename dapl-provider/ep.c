@@ -920,38 +920,6 @@ DAT_RETURN ofx_ep_disconnect(DAT_EP_HANDLE ep_handle, DAT_CLOSE_FLAGS flags)
 
 /* ---- data path ---------------------------------------------------------- */
 
-/*
- * Each segment length is 32 bits: only a sum of several can pass UINT32_MAX.
- * One segment is the common case, so it is not a loop (which the compiler
- * would vectorise, at a cost for short lists).
- */
-static inline uint64_t ep_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
-{
-	uint64_t total;
-
-	if (ofx_likely(n == 1))
-		return iov[0].segment_length;
-	total = 0;
-	for (DAT_COUNT i = 0; i < n; i++)
-		total += iov[i].segment_length;
-	return total;
-}
-
-/*
- * The segment list's checks (arguments 2 and 3 of a post).  One segment,
- * the common case, is in range whenever the EP takes any: two tests.
- */
-static inline DAT_RETURN ep_iov_check(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_COUNT max)
-{
-	if (ofx_likely(n == 1 && max > 0))
-		return ofx_likely(iov != NULL) ? DAT_SUCCESS : OFX_INVALID_ARG(3);
-	if (n < 0 || n > max)
-		return OFX_INVALID_ARG(2);
-	if (n && !iov)
-		return OFX_INVALID_ARG(3);
-	return DAT_SUCCESS;
-}
-
 _Static_assert(sizeof(DAT_LMR_TRIPLET) == sizeof(struct ibv_sge),
 	       "DAT_LMR_TRIPLET must match struct ibv_sge");
 _Static_assert(offsetof(DAT_LMR_TRIPLET, lmr_context) == offsetof(struct ibv_sge, lkey),
@@ -1068,13 +1036,13 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 	DAT_RETURN status;
 	int ret;
 
-	status = ep_iov_check(p->n, p->iov, ep->attr.max_request_iov);
+	status = ofx_dto_iov_check(p->n, p->iov, ep->attr.max_request_iov);
 	if (ofx_unlikely(status != DAT_SUCCESS))
 		return status;
 	if (ofx_unlikely(!ofx_ep_conn_may_send(ep)))
 		return OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EP_UNCONNECTED);
 	/* a single 32-bit segment cannot overflow: the compiler drops the test */
-	total = ep_iov_total(p->n, p->iov);
+	total = ofx_dto_iov_total(p->n, p->iov);
 	if (ofx_unlikely(total > UINT32_MAX))
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
 
@@ -1368,12 +1336,12 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	/* a predicted branch, then the own queue's post inline (ep_recv.h) */
 	if (ep->srq)	/* srq: data path */
 		return ep->recv->post(ep, n, iov, cookie, flags);
-	status = ep_iov_check(n, iov, ep->attr.max_recv_iov);
+	status = ofx_dto_iov_check(n, iov, ep->attr.max_recv_iov);
 	if (ofx_unlikely(status != DAT_SUCCESS))
 		return status;
 	if (flags & ~OFX_DTO_FLAGS_VALID)
 		return OFX_INVALID_ARG(5);
-	total = ep_iov_total(n, iov);
+	total = ofx_dto_iov_total(n, iov);
 	if (total > UINT32_MAX)
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
 

@@ -3,6 +3,7 @@
 #include "srq.h"
 #include "lock.h"
 
+#include "dto.h"
 #include "evd.h"
 #include "ia_core.h"
 #include "log.h"
@@ -262,20 +263,19 @@ DAT_RETURN ofx_srq_post_recv(DAT_SRQ_HANDLE h, DAT_COUNT n, DAT_LMR_TRIPLET *iov
 	struct ofx_srq *srq = ofx_srq_from_handle(h);
 	struct ibv_recv_wr wr = { 0 }, *bad;
 	struct ofx_srq_slot *slot;
-	uint64_t total = 0;
+	DAT_RETURN status;
+	uint64_t total;
 	int ret, posted;
 
 	if (!srq)
 		return ofx_invalid_handle(OFX_OBJ_SRQ);
-	if (n < 0 || n > srq->max_recv_iov)
-		return OFX_INVALID_ARG(2);
-	if (n && !iov)
-		return OFX_INVALID_ARG(3);
+	status = ofx_dto_iov_check(n, iov, srq->max_recv_iov);
+	if (status != DAT_SUCCESS)
+		return status;
 	if (srq->state != DAT_SRQ_STATE_OPERATIONAL)
 		return OFX_DAT_ERR(DAT_INVALID_STATE, srq->state == DAT_SRQ_STATE_ERROR ?
 				   DAT_INVALID_STATE_SRQ_ERROR : DAT_INVALID_STATE_SRQ_SHUTDOWN);
-	for (DAT_COUNT i = 0; i < n; i++)
-		total += iov[i].segment_length;
+	total = ofx_dto_iov_total(n, iov);
 	if (total > UINT32_MAX)
 		return OFX_DAT_ERR(DAT_LENGTH_ERROR, DAT_NO_SUBTYPE);
 
