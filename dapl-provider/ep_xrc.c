@@ -350,11 +350,11 @@ const struct ofx_ep_transport ofx_xrc_ep_transport = {
 
 /*
  * xrc_rc_fallback=no: every peer runs libdaplofx with XRC, so an offer
- * needs no RC QP for a peer that might answer RC.  Its REQ names the SRQ's
- * number instead (any number will do for a peer that answers XRC, xrc.h
- * step 1; the SRQ's is unique on the device, as the peer's IB CM wants of
- * the REQs from one device in flight at once).  A REP (the peer runs RC,
- * or declined the offer) is refused.  A connect that makes no offer (p2p,
+ * needs no RC QP for a peer that might answer RC.  Its REQ names a TGT QP
+ * made for it instead (a peer that answers XRC never reads the number, but
+ * the peer's IB CM refuses one that a connection of its node holds from
+ * our device: xrc.h step 1).  A REP (the peer runs RC, or declined the
+ * offer) is refused.  A connect that makes no offer (p2p,
  * common connect, consumer data with no room for the offer) is RC as with
  * the fallback.
  */
@@ -370,8 +370,7 @@ static int xrc_only_req_qpn(struct ofx_ep *ep, uint32_t *qpn_p)
 {
 	if (!ofx_xrc_offered(ep))
 		return ofx_cm_req_qp(ep, qpn_p);
-	*qpn_p = ofx_xrc_conn_srqn(ep->xrc);
-	return 0;
+	return ofx_xrc_conn_req_qpn(ep->xrc, qpn_p);
 }
 
 static bool xrc_only_fallback(struct ofx_ep *ep)

@@ -164,6 +164,12 @@ struct ofx_xrc_conn {
 	bool active;
 	struct ibv_srq *srq;
 	uint32_t srqn;
+	/*
+	 * xrc_rc_fallback=no: the QP whose number the offer's REQ names (a
+	 * TGT of our domain, never moved out of RESET; ofx_xrc_conn_req_qpn),
+	 * from the REQ until the answer, or with the offer's SRQ.
+	 */
+	struct ibv_qp *req_qp;
 	/* the SRQ of a connection that ended, until srq_reap polled its CQEs */
 	struct ibv_srq *old_srq;
 	uint32_t old_srqn;
@@ -787,11 +793,27 @@ static void srq_drop_retired(struct ofx_xrc_conn *xe)
 }
 
 /*
+ * Owner lock held.  The REQ of the offer is over (its XRC answer came) or
+ * the offer is: the QP it named goes.  It has no async events to wait
+ * for: a TGT in RESET receives nothing (ia.c takes any for an XRC QP).
+ */
+static void req_qp_close(struct ofx_xrc_conn *xe)
+{
+	if (!xe->req_qp)
+		return;
+	if (ofx_verbs->destroy_qp(xe->req_qp))
+		ofx_warn("destroy the req's qp 0x%x: %m", xe->req_qp->qp_num);
+	xe->req_qp = NULL;
+}
+
+/*
  * Owner lock held.  Closes an SRQ no peer sent to (an offer not taken, a
- * fallback to RC, a failed accept): it can have no CQE.
+ * fallback to RC, a failed accept): it can have no CQE.  The QP the
+ * offer's REQ named goes with it.
  */
 static void xrc_srq_close(struct ofx_xrc_conn *xe)
 {
+	req_qp_close(xe);
 	if (!xe->srq)
 		return;
 	/* receives posted from now on are held until the next connection */
@@ -1698,9 +1720,38 @@ bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *xe)
 	return xe->state == XC_OFFERED;
 }
 
-uint32_t ofx_xrc_conn_srqn(const struct ofx_xrc_conn *xe)
+/*
+ * The REQ's QP number must not be one that a connection of the peer's
+ * node holds from our device (the IB CM's stale-connection check, xrc.h
+ * step 1).  An SRQ number may be: SRQs and QPs are numbered apart on
+ * mlx5 and mlx4.  A QP number of a QP we own is not: the device gives it
+ * to no other QP while ours lives, and this one is named by no other REQ
+ * or REP.  A TGT is the cheapest QP (no queues, no CQ, no PD).
+ */
+int ofx_xrc_conn_req_qpn(struct ofx_xrc_conn *xe, uint32_t *qpn_p)
 {
-	return xe->srqn;
+	struct ofx_ia *ia = xe->ia;
+	struct ibv_qp_init_attr_ex init = {
+		.qp_type = IBV_QPT_XRC_RECV,
+		.comp_mask = IBV_QP_INIT_ATTR_XRCD,
+		.xrcd = xrc_of(ia)->xrcd,
+	};
+	int ret;
+
+	/* a route resolved again (ADDR_ERROR or ROUTE_ERROR retried) keeps it */
+	if (!xe->req_qp) {
+		errno = 0;
+		xe->req_qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
+		if (!xe->req_qp) {
+			const char *why;
+
+			ret = ofx_verbs_create_failed(&why);
+			ofx_err("create the qp an xrc req names: %s", why);
+			return ret;
+		}
+	}
+	*qpn_p = xe->req_qp->qp_num;
+	return 0;
 }
 
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *xe)
@@ -1746,6 +1797,8 @@ bool ofx_xrc_conn_answered(struct ofx_xrc_conn *xe, int status, const void *data
 	xe->peer_tag = get32(d + 8);
 	xe->peer_srqn = hdr.xrc_srqn & XRC_SRQN_MASK;
 	xe->peer_srqn_known = true;
+	/* the peer's CM let go of the REQ's QP number when it sent this REJ */
+	req_qp_close(xe);
 	*accept_p = d + XRC_ACC_HDR;
 	*accept_len_p = hdr.consumer_len;
 	return true;

@@ -69,11 +69,16 @@ struct ofx_evd;
  *    a peer can connect to, so it cannot wait for the answer; an XRC answer
  *    (step 2) destroys it before it took any work request.  With
  *    xrc_rc_fallback=no (every peer runs XRC) A creates no RC QP: the REQ
- *    names A's srqn as its QP number (the XRC answer never reads it; the
- *    peer's IB CM refuses a REQ whose QP number, from the same device, a
- *    connection of its node holds: REJ "stale connection", so the REQs in
- *    flight need distinct numbers), and A rejects a REP (REJ reason 28, no
- *    data) and fails its EP with NON_PEER_REJECTED.  A opens its
+ *    names a TGT QP that A creates in its domain for it and never moves
+ *    out of RESET (no queues, no CQ), destroyed with the XRC answer (the
+ *    answer never reads the number).  The number must be a QP's: the
+ *    peer's IB CM keeps (QP number, CA GUID) of every connection of its
+ *    node, from the REQ it received or the REP, and refuses a REQ naming
+ *    a pair it holds (REJ "stale connection") and sends a DREQ to that
+ *    connection; an SRQ number (SRQs and QPs are numbered apart on mlx5
+ *    and mlx4) could be a live RC QP's of the same device, a QP we own is
+ *    no other QP's and is named by no other REQ or REP.  A rejects a REP
+ *    (REJ reason 28, no data) and fails its EP with NON_PEER_REJECTED.  A opens its
  *    SRQ first.  The REQ private data is
  *    the consumer's bytes plus the 8-byte pdata trailer (pdata.h) with
  *    OFX_PDATA_F_XRC and no extension word, so every consumer length that
@@ -552,8 +557,12 @@ int ofx_xrc_conn_offer(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_para
 		       const void *pdata, int pdata_len, void *req, int req_len);
 bool ofx_xrc_conn_fits(struct ofx_xrc_conn *conn, const struct ofx_xrc_conn_params *params);
 bool ofx_xrc_conn_offered(const struct ofx_xrc_conn *conn);
-/* The number of the connection's SRQ (step 1: opened by the offer). */
-uint32_t ofx_xrc_conn_srqn(const struct ofx_xrc_conn *conn);
+/*
+ * xrc_rc_fallback=no (step 1): the QP number for the offer's REQ, of a QP
+ * made for it (0 or a negative errno); it goes with the XRC answer, or
+ * with the offer's SRQ (fallback, reset, close, the next offer).
+ */
+int ofx_xrc_conn_req_qpn(struct ofx_xrc_conn *conn, uint32_t *qpn_p);
 void ofx_xrc_conn_fallback(struct ofx_xrc_conn *conn);
 void ofx_xrc_count_rc(struct ofx_ia *ia);
 bool ofx_xrc_conn_answered(struct ofx_xrc_conn *conn, int status, const void *data, int len,

@@ -2298,10 +2298,11 @@ static void test_rc_qp_peak_is_the_connects_in_flight(void)
 
 /*
  * xrc_rc_fallback=no on both sides: the same N connects in flight build no
- * RC QP anywhere.  Each REQ names its SRQ's number, distinct on the
+ * RC QP anywhere.  Each REQ names a TGT QP made for it, distinct on the
  * device, so the passive node's CM takes every one of them (the model
  * rejects a REQ naming a number a connection of that node holds, as the
- * kernel does: test_model_rejects_a_req_naming_a_qp_number_in_use).
+ * kernel does: test_model_rejects_a_req_naming_a_qp_number_in_use); each
+ * goes with its answer.
  */
 static void test_xrc_only_connects_in_flight_build_no_rc_qp(void)
 {
@@ -2519,6 +2520,117 @@ static void test_model_rejects_a_req_naming_a_qp_number_in_use(void)
 		CU_ASSERT_EQUAL(ofx_verbs->destroy_id(id[i]), 0);
 	CU_ASSERT_EQUAL(ofx_verbs->destroy_id(lid), 0);
 	xm_autopump = true;
+	teardown(2);
+}
+
+/* A REQ from `p`'s device to b's PSP naming `qpn`, on an id of the test's: its answer. */
+static struct rdma_cm_event req_answer(struct xm_proc *p, struct xm_proc *b, uint32_t qpn)
+{
+	struct rdma_cm_event *ev, got = { .event = RDMA_CM_EVENT_CONNECT_REQUEST };
+	struct sockaddr_in dst;
+	struct rdma_cm_id *id;
+
+	memcpy(&dst, &b->ia.addr, sizeof(dst));
+	dst.sin_port = htons(ofx_conn_qual_to_port(QUAL));
+	CU_ASSERT_EQUAL_FATAL(ofx_verbs->create_id(p->ia.cm_channel, &id, NULL, RDMA_PS_TCP), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->resolve_addr(id, NULL, (struct sockaddr *)&dst, 10), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->resolve_route(id, 10), 0);
+	CU_ASSERT_EQUAL(ofx_verbs->connect(id, &(struct rdma_conn_param){ .qp_num = qpn }), 0);
+	while (ofx_verbs->get_cm_event(p->ia.cm_channel, &ev) == 0) {
+		if (ev->id == id)
+			got = *ev;
+		ofx_verbs->ack_cm_event(ev);
+	}
+	CU_ASSERT_EQUAL(ofx_verbs->destroy_id(id), 0);
+	return got;
+}
+
+/*
+ * xrc_rc_fallback=no next to a live RC connection from the same device to
+ * the same node.  SRQs and QPs are numbered apart on mlx5 and mlx4, so the
+ * offer's SRQ can have the number of that connection's RC QP; the peer
+ * node's IB CM holds (QP number, CA) of its connections and refuses a REQ
+ * naming a pair it holds (REJ 10, stale connection), sending a DREQ to the
+ * holder.  A REQ naming the SRQ's number, as the provider's did, is refused
+ * and ends the RC connection.  The provider's REQ names a TGT QP made for
+ * it: both connections live, and that QP goes with the XRC answer.
+ */
+static void test_xrc_only_req_never_names_a_live_connections_qp(void)
+{
+	struct xm_proc *a, *a2, *b;
+	struct ofx_ep *ra, *rb, *xa, *xb;
+	struct rdma_cm_event ev;
+	DAT_PSP_HANDLE psp;
+	DAT_CR_HANDLE cr;
+	uint32_t rc_qpn, req_qpn, srqn = 0;
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_DOMAIN);
+	a->ia.cfg.xrc_rc_fallback = false;
+	psp = psp_open(b);
+	ra = xm_ep_rc(a);
+	rb = xm_ep_rc(b);
+	post_recv(rb, 2000);
+	CU_ASSERT_EQUAL(ofx_ep_connect(ra, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, 0, NULL, DAT_QOS_BEST_EFFORT,
+				       DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	cr = expect_cr(b, psp, QUAL, NULL, 0);
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, rb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, ra, DAT_CONNECTION_EVENT_ESTABLISHED);
+	expect_conn(b, rb, DAT_CONNECTION_EVENT_ESTABLISHED);
+	rc_qpn = ra->qp->qp_num;
+
+	/* the offer's SRQ gets the RC QP's number */
+	xm_node_next_srqn(0, rc_qpn);
+	xa = xm_ep_new(a);
+	xb = xm_ep_new(b);
+	CU_ASSERT_PTR_EQUAL(xa->transport, &ofx_xrc_only_ep_transport);
+	post_recv(xa, 1000);
+	post_recv(xb, 2001);
+	CU_ASSERT_EQUAL(ofx_ep_connect(xa, (DAT_IA_ADDRESS_PTR)&b->ia.addr, QUAL,
+				       DAT_TIMEOUT_INFINITE, 2, "x", DAT_QOS_BEST_EFFORT,
+				       DAT_CONNECT_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	xm_pump();
+	CU_ASSERT_PTR_NOT_NULL_FATAL(xm_ep_srq(xa));
+	CU_ASSERT_EQUAL(ofx_verbs->get_srq_num(xm_ep_srq(xa), &srqn), 0);
+	CU_ASSERT_EQUAL(srqn, rc_qpn);
+	/* the REQ named a QP of A's own (a TGT), not the SRQ: b's CM took it */
+	req_qpn = fake_cm.conn.qp_num;
+	CU_ASSERT_NOT_EQUAL(req_qpn, srqn);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+	CU_ASSERT_PTR_NULL(xa->qp);
+	expect_empty(a->conn_evd);
+	cr = expect_cr(b, psp, QUAL, "x", 2);
+
+	/* what the SRQ's number would have met: REJ 10, and the RC connection ends */
+	a2 = xm_proc_open(0, domfile[0], OFX_XRC_TGT_DOMAIN);
+	ev = req_answer(a2, b, srqn);
+	CU_ASSERT_EQUAL(ev.event, RDMA_CM_EVENT_REJECTED);
+	CU_ASSERT_EQUAL(ev.status, 10);
+	ev = req_answer(a2, b, req_qpn);
+	CU_ASSERT_EQUAL(ev.event, RDMA_CM_EVENT_REJECTED);	/* in flight: held too */
+	CU_ASSERT_EQUAL(ev.status, 10);
+	xm_pump();
+	expect_conn(a, ra, DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_conn(b, rb, DAT_CONNECTION_EVENT_DISCONNECTED);
+
+	CU_ASSERT_EQUAL(ofx_cr_accept(cr, xb, 0, NULL), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(a, xa, DAT_CONNECTION_EVENT_ESTABLISHED);
+	expect_conn(b, xb, DAT_CONNECTION_EVENT_ESTABLISHED);
+	/* the REQ's TGT went with the answer: node 0 holds only the one for b's INI QP */
+	CU_ASSERT_EQUAL(xm_tgts_on_node(0), 1);
+	CU_ASSERT_EQUAL(xm_tgts_on_node(1), 1);
+	CU_ASSERT_EQUAL(stats(a).rc_qps_peak, 1);	/* ra's */
+	CU_ASSERT_EQUAL(send_msg(xa, "xrc", 1), DAT_SUCCESS);
+	expect_recv(b, xb, 2001, "xrc");
+	CU_ASSERT_EQUAL(ofx_psp_free(psp), DAT_SUCCESS);
 	teardown(2);
 }
 
@@ -3673,6 +3785,8 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_xrc_only_connect_without_an_offer_runs_over_rc },
 	{ "model rejects a req naming a qp number a connection of that node holds",
 	  test_model_rejects_a_req_naming_a_qp_number_in_use },
+	{ "xrc_rc_fallback=no: a req never names a live connection's qp number",
+	  test_xrc_only_req_never_names_a_live_connections_qp },
 	{ "ep with more request sges than an ini qp holds runs over rc (mlx5)",
 	  test_ep_with_more_sges_than_an_ini_qp_holds_runs_over_rc },
 	{ "ini qp that cannot be made fails both sides cleanly",

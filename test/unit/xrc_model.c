@@ -31,6 +31,7 @@
 #define XM_MAX_PENDING 64
 #define XM_PORT_BASE 20000
 #define XM_MAX_ASYNC 256
+#define XM_MAX_NODES 16
 
 /*
  * What the model adds to the objects of fake_verbs.  A handle the kernel
@@ -147,6 +148,13 @@ static int nprocs;
 static struct xm_tgt *tgts[XM_MAX_OBJS];
 static struct xm_domain *domains[XM_MAX_OBJS];
 static int rc_recvs;	/* receives posted to RC QPs */
+/*
+ * SRQ numbers, per node (device): on mlx5 and mlx4 SRQs are numbered apart
+ * from QPs, so an SRQ's number may be any QP's too (QPs number from the
+ * fake's counter, the same base).
+ */
+#define XM_SRQN_BASE 0x100
+static uint32_t srqn_next[XM_MAX_NODES];
 static struct xm_ctl ctlq[XM_MAX_CTL];
 static int nctl;
 static struct rdma_cm_id dummy_id;
@@ -596,7 +604,7 @@ static struct ibv_srq *m_create_srq_ex(struct ibv_context *ctx, struct ibv_srq_i
 	s->q = calloc(attr->attr.max_wr ? attr->attr.max_wr : 1, sizeof(*s->q));
 	s->node = proc_of(ctx)->node;
 	s->dom = dom_of(attr->xrcd);
-	s->srqn = fake_verbs.next_num++;
+	s->srqn = srqn_next[s->node]++;
 	s->cq = attr->cq;
 	s->max_wr = attr->attr.max_wr ? attr->attr.max_wr : 1;
 	return &f->srq;
@@ -1593,8 +1601,6 @@ static int m_listen(struct rdma_cm_id *id, int backlog)
 
 /* ---- the IB fabric (xrc_model.h): ports, the SA, paths ---------------------- */
 
-#define XM_MAX_NODES 16
-
 int xm_route_errors;
 static struct xm_port { uint16_t lid; uint32_t hca; } ports[XM_MAX_NODES];
 
@@ -1611,6 +1617,12 @@ static void fabric_init(void)
 		ports[n].hca = 0;
 	}
 	xm_route_errors = 0;
+}
+
+void xm_node_next_srqn(int node, uint32_t srqn)
+{
+	CU_ASSERT_FATAL(node >= 0 && node < XM_MAX_NODES);
+	srqn_next[node] = srqn;
 }
 
 void xm_node_renumber(int node)
@@ -2289,6 +2301,8 @@ void xm_init(void)
 	memset(procs, 0, sizeof(procs));
 	memset(tgts, 0, sizeof(tgts));
 	memset(domains, 0, sizeof(domains));
+	for (int n = 0; n < XM_MAX_NODES; n++)
+		srqn_next[n] = XM_SRQN_BASE;
 	rc_recvs = 0;
 	nasync = 0;
 	memset(async_delivered, 0, sizeof(async_delivered));

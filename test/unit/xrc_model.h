@@ -17,8 +17,9 @@
  * calls are the fake's, and the model overrides what XRC, mlx5 / mlx4 and
  * several nodes change.  Nodes have an IPv4 address; processes on a node are IAs whose ibv_context
  * names the node.  XRC domains are per node and shared by everything that
- * opens the same file (same inode); a private domain is fresh.  SRQ and QP
- * numbers are unique in the model.  A TGT QP lives while any handle (the
+ * opens the same file (same inode); a private domain is fresh.  QP numbers
+ * are unique in the model, SRQ numbers per node and apart from them
+ * (xm_node_next_srqn).  A TGT QP lives while any handle (the
  * creator's or an ibv_open_qp one) does.  post_send on an INI QP routes by
  * its TGT and wr->qp_type.xrc.remote_srqn to that SRQ's next receive
  * (copying the bytes, completing on the SRQ's CQ) and completes on the INI
@@ -138,6 +139,12 @@ extern int xm_ini_accept_failures, xm_ini_reps_lost;
 /* When set, creating an INI QP (XRC_SEND) fails with it (a device out of resources). */
 extern int xm_ini_create_errno;
 void xm_node_renumber(int node);
+/*
+ * The node's next SRQ number.  SRQs are numbered per node from the base
+ * QPs start at, apart from them as on mlx5 and mlx4: an SRQ and a QP of a
+ * node may have one number.
+ */
+void xm_node_next_srqn(int node, uint32_t srqn);
 void xm_node_replace(int node);
 
 /* Installs the model; xm_fini checks that every object was released. */
