@@ -110,6 +110,8 @@ struct ofx_xrc_tgtqp {
 	bool created;			/* made by this IA's listener */
 	/* created: the INI QP it was made for (qp number, sender's tag) exists */
 	bool ini_open;
+	/* created: a CONFIRM or BIND named it, so its sender uses it (ofx_xrc_tgt_drop) */
+	bool named;
 	uint32_t ini_qpn, ini_tag;
 	int refs;			/* EPs holding it (2a) */
 };
@@ -501,7 +503,7 @@ static void tgt_free(struct ofx_xrc_tgtqp *t)
 	free(t);
 }
 
-void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn)
+void ofx_xrc_tgt_drop(struct ofx_ia *ia, const struct ibv_qp *tgt, uint32_t qpn)
 {
 	struct ofx_xrc_ia *x = xrc_of(ia);
 	struct ofx_xrc_tgtqp *gone = NULL;
@@ -511,8 +513,13 @@ void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn)
 	ofx_list_for_each_safe(pos, tmp, &x->tgts) {
 		struct ofx_xrc_tgtqp *t = container_of(pos, struct ofx_xrc_tgtqp, link);
 
-		/* no EP can hold it: its number never reached the sender */
-		if (t->qpn == qpn && t->created && t->refs == 0) {
+		/*
+		 * Its number never reached the sender, or the sender did not
+		 * take it: no EP holds it.  The handle may be gone (INI-CLOSE)
+		 * and a later TGT have its address: the number must match too.
+		 */
+		if (t->qp == tgt && t->qpn == qpn && t->created && t->refs == 0 &&
+		    !t->named) {
 			tgt_unlink(x, t);
 			gone = t;
 			break;
@@ -520,7 +527,7 @@ void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn)
 	}
 	pthread_mutex_unlock(&x->lock);
 	if (gone)
-		ofx_dbg("tgt qp 0x%x: its ini request was not answered", qpn);
+		ofx_dbg("tgt qp 0x%x: its ini request was not answered", gone->qpn);
 	tgt_free(gone);
 }
 
@@ -937,6 +944,7 @@ static enum xrc_verdict tgt_verify(struct ofx_ia *ia, struct ofx_xrc_conn *xe, u
 		t = container_of(pos, struct ofx_xrc_tgtqp, link);
 		if (t->qpn != qpn)
 			continue;
+		t->named = true;
 		if (ia->cfg.xrc_tgt == OFX_XRC_TGT_DOMAIN && !xe->tgt) {
 			t->refs++;
 			xe->tgt = t;

@@ -254,7 +254,9 @@ struct ofx_evd;
  *          QP it was made for is gone (its INI-CLOSE) and, under 2a, no EP
  *          connection of the creator's own goes through it; in any case
  *          until the creator's ia_close or exit (a sender that dies
- *          without INI-CLOSE leaves it until then).
+ *          without INI-CLOSE leaves it until then); a TGT whose INI
+ *          connection ended before the sender took its number goes
+ *          then (section 11).
  *      The receiver of every EP reached through it verifies it with
  *      ibv_open_qp(), and
  *        xrc_tgt=domain (2a, default): keeps that handle (one per TGT and
@@ -320,7 +322,13 @@ struct ofx_evd;
  *    and a TGT whose accept fails is destroyed at once.  On the REP
  *    the sender moves the INI QP to RTR and RTS (if that fails the request
  *    has no answer), sends the RTU (rdma_establish) and destroys its id;
- *    the receiver destroys its id at ESTABLISHED (or an error).  The QPs
+ *    the receiver destroys its id at ESTABLISHED (or an error).  An id of
+ *    the receiver's that ends otherwise than ESTABLISHED or DISCONNECTED
+ *    (the sender's DREQ after a lost RTU) says that the sender did not
+ *    take the REP (REJECTED; UNREACHABLE: the CM's REP retries ran out):
+ *    that try's TGT is destroyed then, unless an EP holds it or a CONFIRM
+ *    or BIND named it (the sender uses it), since a sender that gets no
+ *    answer on any try sends no INI-CLOSE.  The QPs
  *    do not depend on the ids: every QP state comes from
  *    rdma_init_qp_attr() on the connection's id, less the responder
  *    attributes the kernel refuses for an INI QP (max_dest_rd_atomic,
@@ -417,11 +425,13 @@ void *ofx_xrc_transport_ctx(const struct ofx_ia *ia);
 /* A TGT QP this IA created for an INI request (the carrier moves it). */
 struct ibv_qp *ofx_xrc_tgt_qp(struct ofx_ia *ia, uint32_t qpn);
 /*
- * The carrier could not give that TGT's number to the sender (moving the
- * TGT or accepting the INI connection failed): the TGT goes at once, since
- * no INI-CLOSE will ever name it.  No lock held.
+ * The sender will not use that TGT (moving it or accepting the INI
+ * connection failed, or the connection ended before the sender took our
+ * REP): it goes at once, since no INI-CLOSE may ever name it; unless an
+ * EP holds it or a CONFIRM or BIND named it (then the sender uses it).
+ * `tgt` is only compared (it may be gone).  No lock held.
  */
-void ofx_xrc_tgt_drop(struct ofx_ia *ia, uint32_t qpn);
+void ofx_xrc_tgt_drop(struct ofx_ia *ia, const struct ibv_qp *tgt, uint32_t qpn);
 /*
  * At debug level: one line with what ibv_query_qp reports of an INI ("ini")
  * or TGT ("tgt") QP that just became ready, e.g.

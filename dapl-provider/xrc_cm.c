@@ -39,11 +39,22 @@ struct xrc_cm_req {
 	struct xrc_route_use route;
 };
 
+/*
+ * An INI connection we accepted, until its id ends: the TGT made for it
+ * goes if the end says the sender never took our REP (xrc.h section 11).
+ */
+struct xrc_cm_acc {
+	struct ofx_list link;		/* in cm->accs */
+	struct rdma_cm_id *id;
+	const struct ibv_qp *tgt;	/* only compared: INI-CLOSE may have freed it */
+	uint32_t tgt_qpn;
+};
+
 struct ofx_xrc_cm {
-	/* guards reqs; a leaf lock (send_ctl is called under xrc.c's locks) */
+	/* guards reqs and accs; a leaf lock (send_ctl is called under xrc.c's locks) */
 	pthread_mutex_t lock;
 	struct rdma_cm_id *ud_listen, *ib_listen;
-	struct ofx_list reqs;
+	struct ofx_list reqs, accs;
 	struct xrc_routes *routes;	/* IB only (RoCE resolves locally); has its own lock */
 };
 
@@ -348,6 +359,66 @@ static void req_event(struct ofx_xrc_cm *cm, struct xrc_cm_req *req, struct rdma
 	}
 }
 
+/* An accepted INI connection waits for its id's end (listen_event). */
+static void acc_track(struct ofx_xrc_cm *cm, struct rdma_cm_id *id, const struct ibv_qp *tgt,
+		      uint32_t tgt_qpn)
+{
+	struct xrc_cm_acc *acc = calloc(1, sizeof(*acc));
+
+	if (!acc) {
+		/* the TGT then stays until INI-CLOSE or our ia_close, as any */
+		ofx_warn("xrc ini accept, tgt qp 0x%x: no memory to watch its connection",
+			 tgt_qpn);
+		return;
+	}
+	acc->id = id;
+	acc->tgt = tgt;
+	acc->tgt_qpn = tgt_qpn;
+	pthread_mutex_lock(&cm->lock);
+	ofx_list_add_tail(&cm->accs, &acc->link);
+	pthread_mutex_unlock(&cm->lock);
+}
+
+/*
+ * The id of an accepted INI connection ends (`event`).  ESTABLISHED: the
+ * sender took the REP and sent the RTU.  DISCONNECTED first: it took the
+ * REP (its DREQ came, the RTU was lost).  Any other end (REJECTED: the
+ * sender's CM gave up on its REQ or refused the REP; UNREACHABLE: our REP
+ * went unanswered through all of the CM's retries, its own deadline;
+ * CONNECT_ERROR) means the sender does not use the TGT: its request is
+ * over, a retry made a TGT of its own, and a sender that gave up sends no
+ * INI-CLOSE.  So the TGT goes now, unless an EP holds it or a CONFIRM or
+ * BIND named it (ofx_xrc_tgt_drop), instead of at our ia_close.  No timer
+ * of ours could do better: until the CM gives up, our REP may still reach
+ * the sender, which would then send through that TGT.
+ */
+static void acc_end(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_cm_id *id,
+		    enum rdma_cm_event_type event)
+{
+	struct xrc_cm_acc *acc = NULL;
+	struct ofx_list *pos, *tmp;
+
+	pthread_mutex_lock(&cm->lock);
+	ofx_list_for_each_safe(pos, tmp, &cm->accs) {
+		struct xrc_cm_acc *a = container_of(pos, struct xrc_cm_acc, link);
+
+		if (a->id == id) {
+			ofx_list_del(pos);
+			acc = a;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&cm->lock);
+	if (!acc)
+		return;
+	if (event != RDMA_CM_EVENT_ESTABLISHED && event != RDMA_CM_EVENT_DISCONNECTED) {
+		ofx_dbg("xrc ini connection of tgt qp 0x%x: %s", acc->tgt_qpn,
+			rdma_event_str(event));
+		ofx_xrc_tgt_drop(ia, acc->tgt, acc->tgt_qpn);
+	}
+	free(acc);
+}
+
 /* A control request or INI connection for us. */
 static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_cm_event *ev,
 			 struct rdma_cm_id **destroy_p)
@@ -366,8 +437,10 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 		if (id == cm->ib_listen || id == cm->ud_listen)
 			return;
 		/* an accepted INI connection: done with its id either way */
-		if (id->ps == RDMA_PS_IB && ev->event != RDMA_CM_EVENT_CONNECT_RESPONSE)
+		if (id->ps == RDMA_PS_IB && ev->event != RDMA_CM_EVENT_CONNECT_RESPONSE) {
 			*destroy_p = id;
+			acc_end(ia, cm, id, ev->event);
+		}
 		return;
 	}
 	*destroy_p = id;
@@ -401,7 +474,7 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 		if (tgt) {
 			/* the answer said OK: it refuses now, and the TGT goes */
 			answer[26] = 2;
-			ofx_xrc_tgt_drop(ia, tgt_qpn);
+			ofx_xrc_tgt_drop(ia, tgt, tgt_qpn);
 		}
 		ofx_verbs->reject(id, answer, OFX_XRC_CTL_LEN);
 		return;
@@ -420,10 +493,11 @@ static void listen_event(struct ofx_ia *ia, struct ofx_xrc_cm *cm, struct rdma_c
 	if (ofx_verbs->accept(id, &param)) {
 		/* the sender tries again (a new TGT) or gives up: this one is nobody's */
 		ofx_warn("xrc ini accept, tgt qp 0x%x: %m", tgt_qpn);
-		ofx_xrc_tgt_drop(ia, tgt_qpn);
+		ofx_xrc_tgt_drop(ia, tgt, tgt_qpn);
 		return;
 	}
-	*destroy_p = NULL; /* until ESTABLISHED */
+	*destroy_p = NULL; /* until it ends (acc_end) */
+	acc_track(cm, id, tgt, tgt_qpn);
 }
 
 bool ofx_xrc_cm_event(struct ofx_ia *ia, struct rdma_cm_event *ev,
@@ -483,6 +557,7 @@ int ofx_xrc_cm_start(struct ofx_ia *ia)
 		return -ENOMEM;
 	pthread_mutex_init(&cm->lock, NULL);
 	ofx_list_init(&cm->reqs);
+	ofx_list_init(&cm->accs);
 	/* RoCE and iWARP resolve routes locally: nothing to save there */
 	if (ia->transport == OFX_TRANSPORT_IB) {
 		cm->routes = xrc_routes_new(XRC_CM_ROUTES);
@@ -529,6 +604,14 @@ void ofx_xrc_cm_stop(struct ofx_ia *ia)
 		if (req->id)
 			ofx_verbs->destroy_id(req->id);
 		free(req);
+	}
+	/* accepted INI connections not ended yet (their TGTs go at ia_close) */
+	ofx_list_for_each_safe(pos, tmp, &cm->accs) {
+		struct xrc_cm_acc *acc = container_of(pos, struct xrc_cm_acc, link);
+
+		ofx_list_del(&acc->link);
+		ofx_verbs->destroy_id(acc->id);
+		free(acc);
 	}
 	if (cm->ud_listen)
 		ofx_verbs->destroy_id(cm->ud_listen);

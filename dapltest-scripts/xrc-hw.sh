@@ -54,7 +54,8 @@
 #    until the XRC answer; 0 with xrc_rc_fallback=no: the norc group's
 #    dtestcm bursts), and no RC QP alive over KEPT_S seconds; XRC TGT
 #    QPs (kernel-owned, no pid) of the host, above the count before the run,
-#    within what the peer host's INI QPs need;
+#    within what the peer host's INI QPs need (with xrc_rc_fallback=no, plus
+#    the active side's connects in flight: each REQ names a TGT made for it);
 #  * each INI QP's attributes as ibv_query_qp reports them (the provider's
 #    debug line "xrc ini qp 0xQ ready: peer 0xT state RTS max_rd_atomic R"):
 #    RTS, R >= 1, R <= the peer TGT's max_dest_rd_atomic, and R = min(16,
@@ -877,7 +878,12 @@ group_norc() {
 	RC_FALLBACK=no pair "$c" 600 15828 dtestcm -P "$SIA" -s -c "$conns" -b "$burst" -- \
 		dtestcm -P "$CIA" -h "$SADDR" -c "$conns" -b "$burst" || return
 	judge_pair "$c" 'DAPL Connection Test Complete' 'FAILED|Error|ERR' "$conns" 1
-	judge_qp "$c" "$(log_pids "$(L "$c.srv")")" "$(log_pids "$(L "$c.cli")")" 1 0 0 - 1
+	record "$c.qp.srv" "$(qp_check_pids "$logdir/$c.qp.srv" "$(log_pids "$(L "$c.srv")")" 1 0 0)"
+	record "$c.qp.cli" "$(qp_check_pids "$logdir/$c.qp.cli" "$(log_pids "$(L "$c.cli")")" 1 0 0)"
+	record "$c.tgt.srv" "$(qp_check_tgt "$logdir/$c.qp.srv" "$BASE_SRV" - 1)"
+	# each REQ in flight names a TGT made for it (until its answer), beside
+	# the one the server's INI QP sends to
+	record "$c.tgt.cli" "$(qp_check_tgt "$logdir/$c.qp.cli" "$BASE_CLI" - $((burst + 1)))"
 }
 
 group_churn() {

@@ -1860,6 +1860,78 @@ static void test_ini_retries_under_churn_leave_no_tgt(void)
 	teardown(2);
 }
 
+/*
+ * D10: an INI request whose REP is lost on every try, so the connect never
+ * completes: A gives up (NON_PEER_REJECTED) and, its peer presumed gone,
+ * sends no INI-CLOSE.  B made a TGT for each try; each goes when the CM
+ * gives up on its REP (its id ends UNREACHABLE), not at B's ia_close.  The
+ * next connection makes a TGT of its own and leaves one.
+ */
+static void test_ini_reps_lost_on_every_try_leave_no_tgt(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_use_cm = true;
+	open_pair(&a, &ea, &b, &eb);
+	xm_ini_reps_lost = OFX_XRC_CTL_TRIES;
+	post_recv(eb, 2000);
+	xm_connect(a, ea, b, eb, NULL, 0, NULL, 0);
+	expect_conn(a, ea, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	CU_ASSERT_EQUAL(xm_ini_reps_lost, 0);
+	CU_ASSERT_EQUAL(stats(a).ctl_lost, 1);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, OFX_XRC_CTL_TRIES);
+	CU_ASSERT_EQUAL(stats(b).tgt_handles, 0);
+	expect_qp_counts(PROCS(a, b), COUNTS(0, 0), COUNTS(0, 0));
+	expect_empty(b->conn_evd);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(eb, DAT_CLOSE_ABRUPT_FLAG), DAT_SUCCESS);
+	xm_pump();
+	expect_conn(b, eb, DAT_CONNECTION_EVENT_DISCONNECTED);
+	CU_ASSERT_EQUAL(ofx_ep_reset(ea), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_reset(eb), DAT_SUCCESS);
+
+	pair(a, ea, b, eb, 1);
+	CU_ASSERT_EQUAL(stats(b).tgt_created, OFX_XRC_CTL_TRIES + 1ul);
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(send_msg(ea, "after", 1), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "after");
+	teardown(2);
+}
+
+/*
+ * The other side of that rule: an INI connection whose RTU (and the DREQ
+ * after it) is lost.  The sender took the REP and sends through the TGT,
+ * but the acceptor's id ends UNREACHABLE when the CM gives up on its REP,
+ * after the sender's CONFIRM named the TGT.  Under 2b no EP holds a handle
+ * to it; it stays all the same, as the sender uses it, until INI-CLOSE.
+ */
+static void test_ini_rtu_lost_keeps_the_tgt_its_sender_uses(void)
+{
+	struct xm_proc *a, *b;
+	struct ofx_ep *ea, *eb;
+
+	setup(2);
+	xm_use_cm = true;
+	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_EXIT);
+	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_EXIT);
+	ea = xm_ep_new(a);
+	eb = xm_ep_new(b);
+	xm_ini_rtus_lost = 1;	/* A's INI connection to B */
+	pair(a, ea, b, eb, 2);
+	CU_ASSERT_EQUAL(xm_ini_rtus_lost, 0);
+	xm_ini_rep_timeout();
+	xm_pump();
+	expect_qp_counts(PROCS(a, b), COUNTS(1, 1), COUNTS(1, 1));
+	CU_ASSERT_EQUAL(send_msg(ea, "still", 1), DAT_SUCCESS);
+	expect_recv(b, eb, 2000, "still");
+	CU_ASSERT_EQUAL(send_msg(eb, "back", 2), DAT_SUCCESS);
+	expect_recv(a, ea, 1000, "back");
+	expect_empty(a->conn_evd);
+	churn_cycle_end(a, ea, b, eb);
+	teardown(2);
+}
+
 #define N_EPS 6
 
 /*
@@ -3824,6 +3896,10 @@ CU_TestInfo ofx_test_xrc[] = {
 	  test_48_byte_request_and_largest_accept_run_over_xrc },
 	{ "ini requests tried again under churn leave no tgt behind",
 	  test_ini_retries_under_churn_leave_no_tgt },
+	{ "ini request whose rep is lost on every try leaves no tgt",
+	  test_ini_reps_lost_on_every_try_leave_no_tgt },
+	{ "ini connection whose rtu is lost keeps the tgt its sender uses",
+	  test_ini_rtu_lost_keeps_the_tgt_its_sender_uses },
 	{ "connect/disconnect churn keeps the tgt count bounded",
 	  test_connect_disconnect_churn_keeps_the_tgt_count_bounded },
 	{ "tgt creator killed, 2a: the tgt stays, traffic goes on, no tgt leaks",

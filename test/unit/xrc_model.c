@@ -138,7 +138,7 @@ struct xm_ctl {
 bool xm_rnr_limited;
 bool xm_autopump = true;
 bool xm_use_cm;
-int xm_ini_accept_failures, xm_ini_reps_lost;
+int xm_ini_accept_failures, xm_ini_reps_lost, xm_ini_rtus_lost;
 int xm_ini_create_errno;
 const struct xm_device *xm_device = &xm_dev_toy;
 const struct xm_device *xm_profile = &xm_dev_toy;
@@ -148,6 +148,9 @@ static int nprocs;
 static struct xm_tgt *tgts[XM_MAX_OBJS];
 static struct xm_domain *domains[XM_MAX_OBJS];
 static int rc_recvs;	/* receives posted to RC QPs */
+/* acceptors of xm_ini_rtus_lost connections, until xm_ini_rep_timeout */
+static struct xm_id *rep_waiting[XM_MAX_PENDING];
+static int nrep_waiting;
 /*
  * SRQ numbers, per node (device): on mlx5 and mlx4 SRQs are numbered apart
  * from QPs, so an SRQ's number may be any QP's too (QPs number from the
@@ -1543,6 +1546,9 @@ static void id_release(struct fake_obj *obj)
 		if (id_at(pos)->peer == m)
 			id_at(pos)->peer = NULL;
 	m->peer = NULL;
+	for (int i = 0; i < nrep_waiting; i++)
+		if (rep_waiting[i] == m)
+			rep_waiting[i--] = rep_waiting[--nrep_waiting];
 }
 
 static int m_create_id(struct rdma_event_channel *ch, struct rdma_cm_id **id_p, void *ctx,
@@ -1995,9 +2001,25 @@ static int m_establish(struct rdma_cm_id *id)
 {
 	struct xm_id *m = xm_id_of(id);
 
-	if (m->peer)
+	if (m->peer && id->ps == RDMA_PS_IB && xm_ini_rtus_lost > 0 &&
+	    nrep_waiting < XM_MAX_PENDING) {
+		/* the RTU, and the DREQ of the id's destroy, never arrive */
+		xm_ini_rtus_lost--;
+		rep_waiting[nrep_waiting++] = m->peer;
+		m->peer->peer = NULL;
+		m->peer = NULL;
+	} else if (m->peer) {
 		ev_queue(m->peer, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, NULL, 0, false);
+	}
 	return fake_verbs_core.establish(id);
+}
+
+void xm_ini_rep_timeout(void)
+{
+	for (int i = 0; i < nrep_waiting; i++)
+		ev_queue(rep_waiting[i], RDMA_CM_EVENT_UNREACHABLE, -ETIMEDOUT, NULL, NULL, 0,
+			 false);
+	nrep_waiting = 0;
 }
 
 /* The attributes rdma_cm computes for an RC connection. */
@@ -2311,7 +2333,8 @@ void xm_init(void)
 	xm_rnr_limited = false;
 	xm_autopump = true;
 	xm_use_cm = false;
-	xm_ini_accept_failures = xm_ini_reps_lost = xm_ini_create_errno = 0;
+	xm_ini_accept_failures = xm_ini_reps_lost = xm_ini_rtus_lost = xm_ini_create_errno = 0;
+	nrep_waiting = 0;
 	fabric_init();
 }
 

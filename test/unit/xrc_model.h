@@ -136,6 +136,15 @@ extern int xm_route_errors;
  * acceptor made its TGT).  Either way the sender tries again.
  */
 extern int xm_ini_accept_failures, xm_ini_reps_lost;
+/*
+ * The next that many INI connections under xm_use_cm: their RTU is lost,
+ * and the DREQ of the sender's destroy too.  The sender is connected; the
+ * acceptor's id hears nothing until xm_ini_rep_timeout: the CM gave up on
+ * its REP (UNREACHABLE, -ETIMEDOUT), seconds after the REP on a device,
+ * so after what the sender did with it meanwhile.
+ */
+extern int xm_ini_rtus_lost;
+void xm_ini_rep_timeout(void);
 /* When set, creating an INI QP (XRC_SEND) fails with it (a device out of resources). */
 extern int xm_ini_create_errno;
 void xm_node_renumber(int node);
