@@ -1913,10 +1913,8 @@ static void test_ini_rtu_lost_keeps_the_tgt_its_sender_uses(void)
 
 	setup(2);
 	xm_use_cm = true;
-	a = xm_proc_open(0, domfile[0], OFX_XRC_TGT_EXIT);
-	b = xm_proc_open(1, domfile[1], OFX_XRC_TGT_EXIT);
-	ea = xm_ep_new(a);
-	eb = xm_ep_new(b);
+	open_pair(&a, &ea, &b, &eb);
+	a->ia.cfg.xrc_tgt = b->ia.cfg.xrc_tgt = OFX_XRC_TGT_EXIT;	/* 2b */
 	xm_ini_rtus_lost = 1;	/* A's INI connection to B */
 	pair(a, ea, b, eb, 2);
 	CU_ASSERT_EQUAL(xm_ini_rtus_lost, 0);
