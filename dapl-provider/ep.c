@@ -168,6 +168,15 @@ static int ep_parse_p2p_attr(const DAT_EP_ATTR *a, enum ofx_tristate *p2p_p)
 	return 0;
 }
 
+void ofx_ep_set_qp(struct ofx_ep *ep, struct ibv_qp *qp)
+{
+	ep->qp = qp;
+	if (qp) {
+		ep->qp_post_send = ofx_verbs_post_send_of(qp);
+		ep->qp_post_recv = ofx_verbs_post_recv_of(qp);
+	}
+}
+
 static int ep_create_qp(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
@@ -189,7 +198,7 @@ static int ep_create_qp(struct ofx_ep *ep)
 
 	ep->recv->qp_init(ep, &init);
 	errno = 0;
-	ep->qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
+	ofx_ep_set_qp(ep, ofx_verbs->create_qp_ex(ia->verbs, &init));
 	if (!ep->qp) {
 		const char *why;
 		int ret = ofx_verbs_create_failed(&why);
@@ -1080,9 +1089,9 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 		wr.send_flags |= IBV_SEND_INLINE;
 
 	if (ofx_likely(!ep->xrc)) {	/* transport: data path (ep_transport.h) */
-		ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+		ret = ep->qp_post_send(ep->qp, &wr, &bad);
 		if (ofx_unlikely(ret))
-			return sq_post_failed(ep->qp, &wr, ret);
+			return sq_post_failed(ep->qp, &wr, ofx_verbs_neg_errno(ret));
 	} else {
 		status = sq_post_xrc(ep, &wr);
 		if (status != DAT_SUCCESS)
@@ -1280,8 +1289,8 @@ ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges,
 
 	if (ofx_unlikely(ep->xrc))	/* transport: data path (ep_transport.h) */
 		return ofx_xrc_post_recv(ep, &wr);
-	ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
-	return ofx_unlikely(ret) ? rq_post_failed(ep->qp, ret) : 0;
+	ret = ep->qp_post_recv(ep->qp, &wr, &bad);
+	return ofx_unlikely(ret) ? rq_post_failed(ep->qp, ofx_verbs_neg_errno(ret)) : 0;
 }
 
 /*
