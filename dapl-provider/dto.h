@@ -171,7 +171,7 @@ static inline void ofx_cookie_ring_retire(struct ofx_cookie_ring *ring, uint64_t
 {
 	uint64_t tail = atomic_load_explicit(&ring->tail, memory_order_relaxed);
 
-	if (seq >= tail)
+	if (ofx_likely(seq >= tail))
 		atomic_store_explicit(&ring->tail, seq + 1, memory_order_release);
 }
 

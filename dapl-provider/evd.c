@@ -75,10 +75,18 @@ static inline void evd_pop_locked(struct ofx_evd *evd, DAT_EVENT *event)
 	evd->count--;
 }
 
-/* What a poll into the empty ring asks for (evd->poll_first). */
-static int evd_poll_first(const struct ofx_evd *evd)
+/*
+ * The dequeue's fast-path fields (evd.h), after any change of qlen, cq,
+ * n_old_cqs or catastrophic (evd->lock held, or at create).  A first poll
+ * of one entry is left to the slow path: only got < n proves the CQ empty,
+ * and with a batch of one a dequeue goes on polling into the ring.
+ */
+static void evd_fast_path_update(struct ofx_evd *evd)
 {
-	return evd->qlen < evd->poll_batch ? evd->qlen : evd->poll_batch;
+	evd->poll_first = evd->qlen < evd->poll_batch ? evd->qlen : evd->poll_batch;
+	evd->cq_poll = evd->cq && !evd->n_old_cqs && !evd->catastrophic && evd->poll_first > 1
+			       ? ofx_verbs_poll_cq_of(evd->cq)
+			       : NULL;
 }
 
 /*
@@ -288,7 +296,6 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 		evd->poll_batch = ia->cfg.cq_batch ? (int)ia->cfg.cq_batch : 1;
 		if (evd->poll_batch > OFX_EVD_POLL_MAX)
 			evd->poll_batch = OFX_EVD_POLL_MAX;
-		evd->cq_poll = ofx_verbs_poll_cq_of(evd->cq);
 		/* The ring must hold everything the CQ can (dtest: qlen >= requested). */
 		if (evd->cq_depth > qlen)
 			qlen = evd->cq_depth;
@@ -301,7 +308,7 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 		goto err_destroy_cq;
 	}
 	evd->qlen = qlen;
-	evd->poll_first = evd_poll_first(evd);
+	evd_fast_path_update(evd);
 
 	ofx_obj_init(&evd->obj, OFX_OBJ_EVD, ia);
 	ofx_dbg("evd %p: qlen %d flags 0x%x cq %p depth %d", (void *)evd, qlen, flags,
@@ -496,7 +503,7 @@ int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 		if (is_async) {
 			/* Nobody to tell: the async EVD becomes unusable. */
 			evd->catastrophic = true;
-			evd->cq_poll = NULL;	/* the dequeue's slow path refuses */
+			evd_fast_path_update(evd);	/* the dequeue's slow path refuses */
 			evd_wake_locked(evd);
 		}
 		pthread_mutex_unlock(&evd->lock);
@@ -1101,7 +1108,8 @@ evd_dequeue_batch(struct ofx_evd *evd, DAT_EVENT *event, struct ibv_wc *wc, int 
  * dat_evd_dequeue on an empty ring with one CQ (evd->lock held, evd->count
  * 0, evd->cq_poll set; unlocks): polls the CQ, the first new event going
  * straight to `event`.  The common outcomes are settled here: an empty CQ,
- * and a single plain completion (the CQ then had no more: got < n);
+ * and a single plain completion (the CQ then had no more: got < n, as
+ * cq_poll is set only for n > 1);
  * anything else goes on in evd_dequeue_batch.  Inlined: a call of its own
  * cost the empty dequeue a second prologue, more than the array's frame
  * costs the dequeue of a queued event (one instruction).
@@ -1110,8 +1118,7 @@ static inline __attribute__((always_inline)) DAT_RETURN
 evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
 {
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
-	int n = evd->poll_first;
-	int got = evd->cq_poll(evd->cq, n, wc);
+	int got = evd->cq_poll(evd->cq, evd->poll_first, wc);
 	struct ofx_cookie *slot;
 	DAT_RETURN status = DAT_QUEUE_EMPTY;
 
@@ -1120,7 +1127,7 @@ evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
 		return DAT_QUEUE_EMPTY;
 	}
 	slot = (struct ofx_cookie *)(uintptr_t)wc[0].wr_id;
-	if (ofx_likely(got == 1 && n > 1 && dto_is_plain(&wc[0], slot))) {
+	if (ofx_likely(got == 1 && dto_is_plain(&wc[0], slot))) {
 		if (ofx_likely(dto_convert_plain(&wc[0], slot, event))) {
 			event->evd_handle = (DAT_EVD_HANDLE)evd;
 			status = DAT_SUCCESS;
@@ -1128,12 +1135,13 @@ evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
 		pthread_mutex_unlock(&evd->lock);
 		return status;
 	}
-	return evd_dequeue_batch(evd, event, wc, got, n);
+	return evd_dequeue_batch(evd, event, wc, got, evd->poll_first);
 }
 
 /*
  * dat_evd_dequeue on an empty ring off the fast path (unlocks): a
- * catastrophic EVD, one with no CQ, or one with old CQs to drain as well.
+ * catastrophic EVD, one with no CQ, with old CQs to drain as well, or
+ * polling one completion at a time.
  */
 static __attribute__((noinline)) DAT_RETURN evd_dequeue_slow(struct ofx_evd *evd,
 							     DAT_EVENT *event)
@@ -1227,7 +1235,7 @@ DAT_RETURN ofx_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen)
 	evd->ring = ring;
 	evd->head = 0;
 	evd->qlen = qlen;
-	evd->poll_first = evd_poll_first(evd);
+	evd_fast_path_update(evd);
 	pthread_mutex_unlock(&evd->lock);
 	free(old);
 	return DAT_SUCCESS;
@@ -1282,7 +1290,7 @@ static int evd_move_to_new_cq(struct ofx_evd *evd, int cqe)
 		ofx_warn("evd %p: ibv_req_notify_cq of the new cq failed", (void *)evd);
 	evd->old_cqs[evd->n_old_cqs++] = evd->cq;
 	evd->cq = cq;
-	evd->cq_poll = NULL;	/* the old CQs are drained too: the dequeue's slow path */
+	evd_fast_path_update(evd);	/* the old CQs are drained too: the slow path */
 	evd->cq_depth = cq->cqe;
 	return 0;
 }

@@ -67,10 +67,11 @@ struct ofx_evd {
 	int cq_reserved;	/* WRs the attached EPs can have outstanding; lock */
 	int poll_batch;		/* completions per ibv_poll_cq (cq_batch, fixed at create) */
 	/*
-	 * The dequeue's fast path, under lock: cq's poll resolved (verbs.h)
-	 * while cq is the only CQ and the EVD is not catastrophic, else NULL
-	 * (one test for the three); poll_first is min(qlen, poll_batch), what
-	 * a poll into the empty ring asks for.
+	 * The dequeue's fast path, under lock (evd_fast_path_update): cq's
+	 * poll resolved (verbs.h) while cq is the only CQ, the EVD is not
+	 * catastrophic and poll_first > 1, else NULL (one test for them
+	 * all); poll_first is min(qlen, poll_batch), what a poll into the
+	 * empty ring asks for.
 	 */
 	ofx_verbs_poll_cq_fn cq_poll;
 	int poll_first;

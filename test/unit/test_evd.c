@@ -701,6 +701,41 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 }
 
 /*
+ * cq_batch=1: a poll of one entry cannot tell the CQ empty, so the
+ * dequeue takes its slow path (evd_dequeue_slow), and still returns every
+ * completion once, in order, then a bare QUEUE_EMPTY.
+ */
+static void test_dequeue_one_at_a_time_batch(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
+	int i;
+
+	setup();
+	test_ia.cfg.cq_batch = 1;
+	ep = fake_ep_new(16);
+	dto = evd_new(16, DAT_EVD_DTO_FLAG);
+	for (i = 0; i < 3; i++) {
+		wc = fake_send_wc(ep, 7 + i);
+		fake_cq_push(dto, &wc);
+	}
+	for (i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+		CU_ASSERT_EQUAL(ev.evd_handle, (DAT_EVD_HANDLE)dto);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 7 + i);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), 0x000D0000);
+	CU_ASSERT(fake_cq_of(dto->cq)->max_poll <= 1);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_evd_destroy(dto);
+	fake_ep_delete(ep);
+	teardown();
+}
+
+/*
  * An EVD of qlen 4 shared by EPs that can have more work requests
  * outstanding: the CQ grows so the device never drops a completion
  * (ofx_fault_tests evd_overflow lost 9 of 16 on rxe before), the ring keeps
@@ -1166,6 +1201,7 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "resize keeps order and limits", test_resize_keeps_order_and_limits },
 	{ "drain batches and leaves overflow in the cq",
 	  test_drain_batches_and_leaves_overflow_in_cq },
+	{ "dequeue polling one completion at a time", test_dequeue_one_at_a_time_batch },
 	{ "suppressed completion queues nothing", test_suppressed_completion_queues_nothing },
 	{ "dequeue from the cq keeps order and skips silent work",
 	  test_dequeue_from_cq_keeps_order_and_skips_silent_work },
