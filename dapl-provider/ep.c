@@ -1330,12 +1330,43 @@ static void ep_check_watermarks(struct ofx_ep *ep)
 	}
 }
 
+/*
+ * A receive whose segments must be kept in the slot's recv_sges (an XRC EP's,
+ * or one the QP could not take when dat_ep_post_recv looked: RESET before
+ * connect or accept).  Posted when the receive side is live, else held for
+ * ofx_ep_recv_go_live unless it went live meanwhile.  Returns 0 or a
+ * negative errno.
+ */
+static __attribute__((noinline)) int ep_post_recv_kept(struct ofx_ep *ep, struct ofx_cookie *ck,
+							DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
+{
+	struct ibv_sge *sges = recv_slot_sges(ep, ck);
+	int ret = 0;
+
+	if (n)
+		memcpy(sges, iov, n * sizeof(struct ibv_sge));
+	ck->nsge = (uint8_t)n;
+	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
+		ret = ep_post_one_recv(ep, ck, sges, n);
+		if (!ret)
+			ofx_cookie_ring_commit(&ep->recv_ring);
+		return ret;
+	}
+	/* The QP cannot take receives yet: hold it, unless it just went live. */
+	pthread_mutex_lock(&ep->lock);
+	if (atomic_load(&ep->recv_live))
+		ret = ep_post_one_recv(ep, ck, sges, n);
+	if (!ret)
+		ofx_cookie_ring_commit(&ep->recv_ring);
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
 DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
 			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
 	struct ofx_cookie *ck;
-	struct ibv_sge *sges;
 	DAT_RETURN status;
 	uint64_t total;
 	int ret = 0;
@@ -1365,26 +1396,24 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	ck->len = (uint32_t)total;
 	ck->op = OFX_OP_RECV;
 	ck->flags = (flags & DAT_COMPLETION_SUPPRESS_FLAG) ? OFX_COOKIE_F_SUPPRESS : 0;
-	sges = recv_slot_sges(ep, ck);
-	if (ofx_likely(n == 1))
-		sges[0] = *(const struct ibv_sge *)iov;
-	else if (n)
-		memcpy(sges, iov, n * sizeof(struct ibv_sge));
-	ck->nsge = (uint8_t)n;
 
-	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
-		ret = ep_post_one_recv(ep, ck, sges, n);
-		if (ret)
+	if (ofx_likely(!ep->xrc &&
+		       atomic_load_explicit(&ep->recv_live, memory_order_acquire))) {
+		/*
+		 * The device copies the segments at the post: the consumer's
+		 * list goes as it is (DAT_LMR_TRIPLET is struct ibv_sge, see
+		 * above).  Only a held receive needs its copy in recv_sges:
+		 * an RC EP's receives stop with the ring reset
+		 * (ofx_ep_recv_stop), so ofx_ep_recv_go_live reposts held
+		 * ones alone; an XRC EP's stop keeps the ring, and its next
+		 * connection reposts what is outstanding, so it always copies.
+		 */
+		ret = ep_post_one_recv(ep, ck, (struct ibv_sge *)iov, n);
+		if (ofx_unlikely(ret))
 			return ofx_dat_status(ret, OFX_OBJ_EP);
 		ofx_cookie_ring_commit(&ep->recv_ring);
 	} else {
-		/* The QP cannot take receives yet: hold it, unless it just went live. */
-		pthread_mutex_lock(&ep->lock);
-		if (atomic_load(&ep->recv_live))
-			ret = ep_post_one_recv(ep, ck, sges, n);
-		if (!ret)
-			ofx_cookie_ring_commit(&ep->recv_ring);
-		pthread_mutex_unlock(&ep->lock);
+		ret = ep_post_recv_kept(ep, ck, n, iov);
 		if (ret)
 			return ofx_dat_status(ret, OFX_OBJ_EP);
 	}
