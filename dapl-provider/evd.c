@@ -1122,6 +1122,8 @@ evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
 	struct ofx_cookie *slot;
 	DAT_RETURN status = DAT_QUEUE_EMPTY;
 
+	ofx_opaque(evd);	/* &evd->lock is not held across the poll: 2 instructions */
+
 	if (got == 0) {
 		pthread_mutex_unlock(&evd->lock);
 		return DAT_QUEUE_EMPTY;
