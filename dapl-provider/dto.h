@@ -237,12 +237,12 @@ static inline uint64_t ofx_dto_iov_total(DAT_COUNT n, const DAT_LMR_TRIPLET *iov
 /*
  * The segment list's checks (arguments 2 and 3 of a post to an EP or an
  * SRQ).  One segment, the common case, is in range whenever the queue takes
- * any: two tests.
+ * any: three tests, and no error code prepared on the way.
  */
 static inline DAT_RETURN ofx_dto_iov_check(DAT_COUNT n, const DAT_LMR_TRIPLET *iov, DAT_COUNT max)
 {
-	if (ofx_likely(n == 1 && max > 0))
-		return ofx_likely(iov != NULL) ? DAT_SUCCESS : OFX_INVALID_ARG(3);
+	if (ofx_likely(n == 1 && max > 0 && iov != NULL))
+		return DAT_SUCCESS;
 	if (n < 0 || n > max)
 		return OFX_INVALID_ARG(2);
 	if (n && !iov)

@@ -1276,21 +1276,33 @@ static __attribute__((noinline, cold)) int rq_post_failed(const struct ibv_qp *q
 	return ret;
 }
 
-/* Inlined into dat_ep_post_recv, which has the slot's segments at hand. */
+/* One receive on the EP's RC QP; inlined into dat_ep_post_recv. */
 static inline __attribute__((always_inline)) int
-ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges, int nsge)
+ep_qp_post_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges, int nsge)
 {
 	struct ibv_recv_wr wr = {
 		.wr_id = (uintptr_t)ck,
 		.sg_list = sges,
 		.num_sge = nsge,
 	}, *bad;
-	int ret;
+	int ret = ep->qp_post_recv(ep->qp, &wr, &bad);
 
-	if (ofx_unlikely(ep->xrc))	/* transport: data path (ep_transport.h) */
-		return ofx_xrc_post_recv(ep, &wr);
-	ret = ep->qp_post_recv(ep->qp, &wr, &bad);
 	return ofx_unlikely(ret) ? rq_post_failed(ep->qp, ofx_verbs_neg_errno(ret)) : 0;
+}
+
+/* One receive where the EP's transport takes it. */
+static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges,
+			    int nsge)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = (uintptr_t)ck,
+		.sg_list = sges,
+		.num_sge = nsge,
+	};
+
+	if (ep->xrc)	/* transport: data path (ep_transport.h) */
+		return ofx_xrc_post_recv(ep, &wr);
+	return ep_qp_post_recv(ep, ck, sges, nsge);
 }
 
 /*
@@ -1397,18 +1409,18 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	ck->op = OFX_OP_RECV;
 	ck->flags = (flags & DAT_COMPLETION_SUPPRESS_FLAG) ? OFX_COOKIE_F_SUPPRESS : 0;
 
-	if (ofx_likely(!ep->xrc &&
-		       atomic_load_explicit(&ep->recv_live, memory_order_acquire))) {
-		/*
-		 * The device copies the segments at the post: the consumer's
-		 * list goes as it is (DAT_LMR_TRIPLET is struct ibv_sge, see
-		 * above).  Only a held receive needs its copy in recv_sges:
-		 * an RC EP's receives stop with the ring reset
-		 * (ofx_ep_recv_stop), so ofx_ep_recv_go_live reposts held
-		 * ones alone; an XRC EP's stop keeps the ring, and its next
-		 * connection reposts what is outstanding, so it always copies.
-		 */
-		ret = ep_post_one_recv(ep, ck, (struct ibv_sge *)iov, n);
+	/*
+	 * An RC EP's live receive: the device copies the segments at the
+	 * post, so the consumer's list goes as it is (DAT_LMR_TRIPLET is
+	 * struct ibv_sge, see above).  Only a held receive needs its copy in
+	 * recv_sges: an RC EP's receives stop with the ring reset
+	 * (ofx_ep_recv_stop), so ofx_ep_recv_go_live reposts held ones alone;
+	 * an XRC EP's stop keeps the ring and its next connection reposts
+	 * what is outstanding, so its receives are always kept.
+	 */
+	if (ofx_likely(!ep->xrc) &&	/* transport: data path (ep_transport.h) */
+	    ofx_likely(atomic_load_explicit(&ep->recv_live, memory_order_acquire))) {
+		ret = ep_qp_post_recv(ep, ck, (struct ibv_sge *)iov, n);
 		if (ofx_unlikely(ret))
 			return ofx_dat_status(ret, OFX_OBJ_EP);
 		ofx_cookie_ring_commit(&ep->recv_ring);
