@@ -656,22 +656,34 @@ static void test_resize_keeps_order_and_limits(void)
 	teardown();
 }
 
+/* The device completes `n` sends of `ep` on dto's CQ, cookies first, first + 1, ... */
+static void push_sends(struct ofx_ep *ep, struct ofx_evd *dto, uint64_t first, int n)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < n; i++) {
+		wc = fake_send_wc(ep, first + i);
+		fake_cq_push(dto, &wc);
+	}
+}
+
+/* setup(), then an EP and a DTO EVD of qlen 16 polling `batch` entries at a time. */
+static struct ofx_evd *batch_evd_new(unsigned int batch, struct ofx_ep **ep_p)
+{
+	setup();
+	test_ia.cfg.cq_batch = batch;
+	*ep_p = fake_ep_new(64);
+	return evd_new(16, DAT_EVD_DTO_FLAG);
+}
+
 static void test_drain_batches_and_leaves_overflow_in_cq(void)
 {
 	struct ofx_ep *ep;
-	struct ofx_evd *dto;
-	struct ibv_wc wc;
+	struct ofx_evd *dto = batch_evd_new(4, &ep);
 	DAT_EVENT ev;
 	int i;
 
-	setup();
-	test_ia.cfg.cq_batch = 4;
-	ep = fake_ep_new(64);
-	dto = evd_new(16, DAT_EVD_DTO_FLAG);
-	for (i = 0; i < 10; i++) {
-		wc = fake_send_wc(ep, i);
-		fake_cq_push(dto, &wc);
-	}
+	push_sends(ep, dto, 0, 10);
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 10);
 	CU_ASSERT(fake_cq_of(dto->cq)->max_poll <= 4);
 	for (i = 0; i < 10; i++) {
@@ -681,10 +693,7 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 
 	/* a ring smaller than the backlog: the rest waits in the CQ, nothing is lost */
 	CU_ASSERT_EQUAL(ofx_evd_resize(dto, 4), DAT_SUCCESS);
-	for (i = 0; i < 7; i++) {
-		wc = fake_send_wc(ep, 100 + i);
-		fake_cq_push(dto, &wc);
-	}
+	push_sends(ep, dto, 100, 7);
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 4);
 	CU_ASSERT_EQUAL(fake_cq_pending(dto), 3);
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 0);
@@ -708,20 +717,11 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 static void test_dequeue_one_at_a_time_batch(void)
 {
 	struct ofx_ep *ep;
-	struct ofx_evd *dto;
-	struct ibv_wc wc;
+	struct ofx_evd *dto = batch_evd_new(1, &ep);
 	DAT_EVENT ev;
-	int i;
 
-	setup();
-	test_ia.cfg.cq_batch = 1;
-	ep = fake_ep_new(16);
-	dto = evd_new(16, DAT_EVD_DTO_FLAG);
-	for (i = 0; i < 3; i++) {
-		wc = fake_send_wc(ep, 7 + i);
-		fake_cq_push(dto, &wc);
-	}
-	for (i = 0; i < 3; i++) {
+	push_sends(ep, dto, 7, 3);
+	for (int i = 0; i < 3; i++) {
 		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
 		CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
 		CU_ASSERT_EQUAL(ev.evd_handle, (DAT_EVD_HANDLE)dto);
