@@ -24,7 +24,6 @@
 _Static_assert(OFX_OP_SEND == (int)DAT_DTO_SEND && OFX_OP_RDMA_WRITE == (int)DAT_DTO_RDMA_WRITE &&
 	       OFX_OP_RDMA_READ == (int)DAT_DTO_RDMA_READ && OFX_OP_RECV == (int)DAT_DTO_RECEIVE,
 	       "the plain cookie ops must be numbered as DAT_DTOS");
-#define DTO_PLAIN_OP_LAST OFX_OP_RECV
 /* Receive flags that need ofx_dto_convert_any (immediate data, invalidation). */
 #define DTO_RECV_SPECIAL_FLAGS (IBV_WC_WITH_IMM | IBV_WC_WITH_INV | IBV_WC_IP_CSUM_OK)
 
@@ -37,12 +36,16 @@ _Static_assert(OFX_OP_SEND == (int)DAT_DTO_SEND && OFX_OP_RDMA_WRITE == (int)DAT
  */
 static inline bool dto_is_plain(const struct ibv_wc *wc, const struct ofx_cookie *slot)
 {
-	if (ofx_unlikely(wc->status != IBV_WC_SUCCESS || !slot || slot->flags))
+	unsigned int kind;
+
+	if (ofx_unlikely(wc->status != IBV_WC_SUCCESS || !slot))
 		return false;
-	if (ofx_unlikely(slot->op > DTO_PLAIN_OP_LAST))
-		return false;
-	return slot->op != OFX_OP_RECV ||
-	       (wc->opcode == IBV_WC_RECV && !(wc->wc_flags & DTO_RECV_SPECIAL_FLAGS));
+	/* op and flags side by side: one load, one compare (flags 0, op < RECV) */
+	kind = slot->op | (unsigned int)slot->flags << 8;
+	if (ofx_likely(kind < OFX_OP_RECV))
+		return true;
+	return kind == OFX_OP_RECV && wc->opcode == IBV_WC_RECV &&
+	       !(wc->wc_flags & DTO_RECV_SPECIAL_FLAGS);
 }
 
 /*

@@ -168,6 +168,15 @@ static int ep_parse_p2p_attr(const DAT_EP_ATTR *a, enum ofx_tristate *p2p_p)
 	return 0;
 }
 
+void ofx_ep_set_qp(struct ofx_ep *ep, struct ibv_qp *qp)
+{
+	ep->qp = qp;
+	if (qp) {
+		ep->qp_post_send = ofx_verbs_post_send_of(qp);
+		ep->qp_post_recv = ofx_verbs_post_recv_of(qp);
+	}
+}
+
 static int ep_create_qp(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
@@ -189,7 +198,7 @@ static int ep_create_qp(struct ofx_ep *ep)
 
 	ep->recv->qp_init(ep, &init);
 	errno = 0;
-	ep->qp = ofx_verbs->create_qp_ex(ia->verbs, &init);
+	ofx_ep_set_qp(ep, ofx_verbs->create_qp_ex(ia->verbs, &init));
 	if (!ep->qp) {
 		const char *why;
 		int ret = ofx_verbs_create_failed(&why);
@@ -1080,9 +1089,9 @@ sq_post(struct ofx_ep *ep, const struct ofx_sq_post *p)
 		wr.send_flags |= IBV_SEND_INLINE;
 
 	if (ofx_likely(!ep->xrc)) {	/* transport: data path (ep_transport.h) */
-		ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+		ret = ep->qp_post_send(ep->qp, &wr, &bad);
 		if (ofx_unlikely(ret))
-			return sq_post_failed(ep->qp, &wr, ret);
+			return sq_post_failed(ep->qp, &wr, ofx_verbs_neg_errno(ret));
 	} else {
 		status = sq_post_xrc(ep, &wr);
 		if (status != DAT_SUCCESS)
@@ -1267,21 +1276,33 @@ static __attribute__((noinline, cold)) int rq_post_failed(const struct ibv_qp *q
 	return ret;
 }
 
-/* Inlined into dat_ep_post_recv, which has the slot's segments at hand. */
+/* One receive on the EP's RC QP; inlined into dat_ep_post_recv. */
 static inline __attribute__((always_inline)) int
-ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges, int nsge)
+ep_qp_post_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges, int nsge)
 {
 	struct ibv_recv_wr wr = {
 		.wr_id = (uintptr_t)ck,
 		.sg_list = sges,
 		.num_sge = nsge,
 	}, *bad;
-	int ret;
+	int ret = ep->qp_post_recv(ep->qp, &wr, &bad);
 
-	if (ofx_unlikely(ep->xrc))	/* transport: data path (ep_transport.h) */
+	return ofx_unlikely(ret) ? rq_post_failed(ep->qp, ofx_verbs_neg_errno(ret)) : 0;
+}
+
+/* One receive where the EP's transport takes it. */
+static int ep_post_one_recv(struct ofx_ep *ep, struct ofx_cookie *ck, struct ibv_sge *sges,
+			    int nsge)
+{
+	struct ibv_recv_wr wr = {
+		.wr_id = (uintptr_t)ck,
+		.sg_list = sges,
+		.num_sge = nsge,
+	};
+
+	if (ep->xrc)	/* transport: data path (ep_transport.h) */
 		return ofx_xrc_post_recv(ep, &wr);
-	ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
-	return ofx_unlikely(ret) ? rq_post_failed(ep->qp, ret) : 0;
+	return ep_qp_post_recv(ep, ck, sges, nsge);
 }
 
 /*
@@ -1321,12 +1342,43 @@ static void ep_check_watermarks(struct ofx_ep *ep)
 	}
 }
 
+/*
+ * A receive whose segments must be kept in the slot's recv_sges (an XRC EP's,
+ * or one the QP could not take when dat_ep_post_recv looked: RESET before
+ * connect or accept).  Posted when the receive side is live, else held for
+ * ofx_ep_recv_go_live unless it went live meanwhile.  Returns 0 or a
+ * negative errno.
+ */
+static __attribute__((noinline)) int ep_post_recv_kept(struct ofx_ep *ep, struct ofx_cookie *ck,
+							DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
+{
+	struct ibv_sge *sges = recv_slot_sges(ep, ck);
+	int ret = 0;
+
+	if (n)
+		memcpy(sges, iov, n * sizeof(struct ibv_sge));
+	ck->nsge = (uint8_t)n;
+	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
+		ret = ep_post_one_recv(ep, ck, sges, n);
+		if (!ret)
+			ofx_cookie_ring_commit(&ep->recv_ring);
+		return ret;
+	}
+	/* The QP cannot take receives yet: hold it, unless it just went live. */
+	pthread_mutex_lock(&ep->lock);
+	if (atomic_load(&ep->recv_live))
+		ret = ep_post_one_recv(ep, ck, sges, n);
+	if (!ret)
+		ofx_cookie_ring_commit(&ep->recv_ring);
+	pthread_mutex_unlock(&ep->lock);
+	return ret;
+}
+
 DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLET *iov,
 			    DAT_DTO_COOKIE cookie, DAT_COMPLETION_FLAGS flags)
 {
 	struct ofx_ep *ep = ofx_ep_from_handle(ep_handle);
 	struct ofx_cookie *ck;
-	struct ibv_sge *sges;
 	DAT_RETURN status;
 	uint64_t total;
 	int ret = 0;
@@ -1356,26 +1408,24 @@ DAT_RETURN ofx_ep_post_recv(DAT_EP_HANDLE ep_handle, DAT_COUNT n, DAT_LMR_TRIPLE
 	ck->len = (uint32_t)total;
 	ck->op = OFX_OP_RECV;
 	ck->flags = (flags & DAT_COMPLETION_SUPPRESS_FLAG) ? OFX_COOKIE_F_SUPPRESS : 0;
-	sges = recv_slot_sges(ep, ck);
-	if (ofx_likely(n == 1))
-		sges[0] = *(const struct ibv_sge *)iov;
-	else if (n)
-		memcpy(sges, iov, n * sizeof(struct ibv_sge));
-	ck->nsge = (uint8_t)n;
 
-	if (atomic_load_explicit(&ep->recv_live, memory_order_acquire)) {
-		ret = ep_post_one_recv(ep, ck, sges, n);
-		if (ret)
+	/*
+	 * An RC EP's live receive: the device copies the segments at the
+	 * post, so the consumer's list goes as it is (DAT_LMR_TRIPLET is
+	 * struct ibv_sge, see above).  Only a held receive needs its copy in
+	 * recv_sges: an RC EP's receives stop with the ring reset
+	 * (ofx_ep_recv_stop), so ofx_ep_recv_go_live reposts held ones alone;
+	 * an XRC EP's stop keeps the ring and its next connection reposts
+	 * what is outstanding, so its receives are always kept.
+	 */
+	if (ofx_likely(!ep->xrc) &&	/* transport: data path (ep_transport.h) */
+	    ofx_likely(atomic_load_explicit(&ep->recv_live, memory_order_acquire))) {
+		ret = ep_qp_post_recv(ep, ck, (struct ibv_sge *)iov, n);
+		if (ofx_unlikely(ret))
 			return ofx_dat_status(ret, OFX_OBJ_EP);
 		ofx_cookie_ring_commit(&ep->recv_ring);
 	} else {
-		/* The QP cannot take receives yet: hold it, unless it just went live. */
-		pthread_mutex_lock(&ep->lock);
-		if (atomic_load(&ep->recv_live))
-			ret = ep_post_one_recv(ep, ck, sges, n);
-		if (!ret)
-			ofx_cookie_ring_commit(&ep->recv_ring);
-		pthread_mutex_unlock(&ep->lock);
+		ret = ep_post_recv_kept(ep, ck, n, iov);
 		if (ret)
 			return ofx_dat_status(ret, OFX_OBJ_EP);
 	}

@@ -11,6 +11,7 @@
 #include "dto.h"
 #include "config.h"
 #include "progress.h"
+#include "verbs.h"
 #include "wait.h"
 
 struct ofx_ia;
@@ -96,6 +97,9 @@ struct ofx_ep {
 	 * qp_per_connection): NULL otherwise.  Not bound to the cm_id.
 	 */
 	struct ibv_qp *qp;
+	/* qp's data-path posts, resolved with it (verbs.h, ofx_ep_set_qp) */
+	ofx_verbs_post_send_fn qp_post_send;
+	ofx_verbs_post_recv_fn qp_post_recv;
 	struct rdma_cm_id *cm_id;	/* the connection's id, NULL when idle */
 	struct ofx_cm_handler cm_handler; /* cm_id's context: the EP's handler (ep_cm.c) */
 	struct ofx_cr *cr;		/* passive: the request being accepted */
@@ -180,6 +184,9 @@ struct ofx_ep {
 
 };
 OFX_DEFINE_FROM_HANDLE(ep, EP)
+
+/* Sets the RC QP (NULL: none) and resolves its data-path posts (verbs.h). */
+void ofx_ep_set_qp(struct ofx_ep *ep, struct ibv_qp *qp);
 
 DAT_RETURN ofx_ep_create(DAT_IA_HANDLE ia, DAT_PZ_HANDLE pz, DAT_EVD_HANDLE recv_evd,
 			 DAT_EVD_HANDLE req_evd, DAT_EVD_HANDLE conn_evd,

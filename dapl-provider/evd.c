@@ -76,6 +76,20 @@ static inline void evd_pop_locked(struct ofx_evd *evd, DAT_EVENT *event)
 }
 
 /*
+ * The dequeue's fast-path fields (evd.h), after any change of qlen, cq,
+ * n_old_cqs or catastrophic (evd->lock held, or at create).  A first poll
+ * of one entry is left to the slow path: only got < n proves the CQ empty,
+ * and with a batch of one a dequeue goes on polling into the ring.
+ */
+static void evd_fast_path_update(struct ofx_evd *evd)
+{
+	evd->poll_first = evd->qlen < evd->poll_batch ? evd->qlen : evd->poll_batch;
+	evd->cq_poll = evd->cq && !evd->n_old_cqs && !evd->catastrophic && evd->poll_first > 1
+			       ? ofx_verbs_poll_cq_of(evd->cq)
+			       : NULL;
+}
+
+/*
  * After an event was queued (evd->lock held): wakes a thread inside
  * evd_wait, or else triggers the CNO of an enabled EVD.  A proxy agent
  * call is left in *call for after the unlock.
@@ -294,6 +308,7 @@ int ofx_evd_create_internal(struct ofx_ia *ia, DAT_COUNT qlen, DAT_EVD_FLAGS fla
 		goto err_destroy_cq;
 	}
 	evd->qlen = qlen;
+	evd_fast_path_update(evd);
 
 	ofx_obj_init(&evd->obj, OFX_OBJ_EVD, ia);
 	ofx_dbg("evd %p: qlen %d flags 0x%x cq %p depth %d", (void *)evd, qlen, flags,
@@ -488,6 +503,7 @@ int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 		if (is_async) {
 			/* Nobody to tell: the async EVD becomes unusable. */
 			evd->catastrophic = true;
+			evd_fast_path_update(evd);	/* the dequeue's slow path refuses */
 			evd_wake_locked(evd);
 		}
 		pthread_mutex_unlock(&evd->lock);
@@ -1089,55 +1105,69 @@ evd_dequeue_batch(struct ofx_evd *evd, DAT_EVENT *event, struct ibv_wc *wc, int 
 }
 
 /*
- * dat_evd_dequeue on an empty ring (evd->lock held, evd->count 0; unlocks):
- * polls the CQ, the first new event going straight to `event`.  The common
- * outcomes are settled here: an empty CQ, and a single plain completion
- * (the CQ then had no more: got < n); anything else, or an EVD with old CQs
- * to drain as well, goes on in evd_dequeue_batch.  Inlined: a call of its own cost the
- * empty dequeue a second prologue, more than the array's frame costs the
- * dequeue of a queued event (one instruction).
+ * dat_evd_dequeue on an empty ring with one CQ (evd->lock held, evd->count
+ * 0, evd->cq_poll set; unlocks): polls the CQ, the first new event going
+ * straight to `event`.  The common outcomes are settled here: an empty CQ,
+ * and a single plain completion (the CQ then had no more: got < n, as
+ * cq_poll is set only for n > 1);
+ * anything else goes on in evd_dequeue_batch.  Inlined: a call of its own
+ * cost the empty dequeue a second prologue, more than the array's frame
+ * costs the dequeue of a queued event (one instruction).
  */
 static inline __attribute__((always_inline)) DAT_RETURN
 evd_dequeue_from_cq(struct ofx_evd *evd, DAT_EVENT *event)
 {
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
-	int n = evd_poll_len(evd);
-	int got = ofx_verbs->poll_cq(evd->cq, n, wc);
+	int got = evd->cq_poll(evd->cq, evd->poll_first, wc);
 	struct ofx_cookie *slot;
 	DAT_RETURN status = DAT_QUEUE_EMPTY;
 
-	if (ofx_likely(!evd->n_old_cqs)) {
-		if (got == 0) {
-			pthread_mutex_unlock(&evd->lock);
-			return DAT_QUEUE_EMPTY;
-		}
-		slot = (struct ofx_cookie *)(uintptr_t)wc[0].wr_id;
-		if (got == 1 && n > 1 && dto_is_plain(&wc[0], slot)) {
-			if (ofx_likely(dto_convert_plain(&wc[0], slot, event))) {
-				event->evd_handle = (DAT_EVD_HANDLE)evd;
-				status = DAT_SUCCESS;
-			}
-			pthread_mutex_unlock(&evd->lock);
-			return status;
-		}
+	ofx_opaque(evd);	/* &evd->lock is not held across the poll: 2 instructions */
+
+	if (got == 0) {
+		pthread_mutex_unlock(&evd->lock);
+		return DAT_QUEUE_EMPTY;
 	}
-	return evd_dequeue_batch(evd, event, wc, got, n);
+	slot = (struct ofx_cookie *)(uintptr_t)wc[0].wr_id;
+	if (ofx_likely(got == 1 && dto_is_plain(&wc[0], slot))) {
+		if (ofx_likely(dto_convert_plain(&wc[0], slot, event))) {
+			event->evd_handle = (DAT_EVD_HANDLE)evd;
+			status = DAT_SUCCESS;
+		}
+		pthread_mutex_unlock(&evd->lock);
+		return status;
+	}
+	return evd_dequeue_batch(evd, event, wc, got, evd->poll_first);
 }
 
-/* dat_evd_dequeue of a catastrophic EVD or an empty one with no CQ (unlocks). */
-static __attribute__((noinline)) DAT_RETURN evd_dequeue_none(struct ofx_evd *evd)
+/*
+ * dat_evd_dequeue on an empty ring off the fast path (unlocks): a
+ * catastrophic EVD, one with no CQ, with old CQs to drain as well, or
+ * polling one completion at a time.
+ */
+static __attribute__((noinline)) DAT_RETURN evd_dequeue_slow(struct ofx_evd *evd,
+							     DAT_EVENT *event)
 {
-	DAT_RETURN status = evd->catastrophic ? evd_err_state(DAT_NO_SUBTYPE) : DAT_QUEUE_EMPTY;
+	struct ibv_wc wc[OFX_EVD_POLL_MAX];
+	DAT_RETURN status = DAT_QUEUE_EMPTY;
+	int n;
 
+	if (evd->catastrophic)
+		status = evd_err_state(DAT_NO_SUBTYPE);
+	else if (evd->cq) {
+		n = evd->poll_first;
+		return evd_dequeue_batch(evd, event, wc, ofx_verbs->poll_cq(evd->cq, n, wc), n);
+	}
 	pthread_mutex_unlock(&evd->lock);
 	return status;
 }
 
 /*
  * One lock round trip: the CQ is polled only when the ring is empty, since
- * queued events are older than any CQE.  The paths out tail-call their
- * unlocking halves, so the checks here keep nothing across the lock but
- * the two arguments.
+ * queued events are older than any CQE.  A busy poller mostly finds the
+ * ring empty, so that is tested first; evd->cq_poll then stands for "one
+ * CQ, not catastrophic".  The paths out tail-call their unlocking halves,
+ * so the checks here keep nothing across the lock but the two arguments.
  */
 DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 {
@@ -1148,16 +1178,16 @@ DAT_RETURN ofx_evd_dequeue(DAT_EVD_HANDLE h, DAT_EVENT *event)
 	if (ofx_unlikely(!event))
 		return OFX_INVALID_ARG(2);
 	pthread_mutex_lock(&evd->lock);
-	if (ofx_likely(!evd->catastrophic)) {
-		if (evd->count) {
-			evd_pop_locked(evd, event);
-			pthread_mutex_unlock(&evd->lock);
-			return DAT_SUCCESS;
-		}
-		if (evd->cq)
+	if (ofx_likely(!evd->count)) {
+		if (ofx_likely(evd->cq_poll != NULL))
 			return evd_dequeue_from_cq(evd, event);	/* unlocks */
+		return evd_dequeue_slow(evd, event);	/* unlocks */
 	}
-	return evd_dequeue_none(evd);	/* unlocks */
+	if (ofx_unlikely(evd->catastrophic))
+		return evd_dequeue_slow(evd, event);	/* unlocks */
+	evd_pop_locked(evd, event);
+	pthread_mutex_unlock(&evd->lock);
+	return DAT_SUCCESS;
 }
 
 DAT_RETURN ofx_evd_post_se(DAT_EVD_HANDLE h, const DAT_EVENT *event)
@@ -1207,6 +1237,7 @@ DAT_RETURN ofx_evd_resize(DAT_EVD_HANDLE h, DAT_COUNT qlen)
 	evd->ring = ring;
 	evd->head = 0;
 	evd->qlen = qlen;
+	evd_fast_path_update(evd);
 	pthread_mutex_unlock(&evd->lock);
 	free(old);
 	return DAT_SUCCESS;
@@ -1261,6 +1292,7 @@ static int evd_move_to_new_cq(struct ofx_evd *evd, int cqe)
 		ofx_warn("evd %p: ibv_req_notify_cq of the new cq failed", (void *)evd);
 	evd->old_cqs[evd->n_old_cqs++] = evd->cq;
 	evd->cq = cq;
+	evd_fast_path_update(evd);	/* the old CQs are drained too: the slow path */
 	evd->cq_depth = cq->cqe;
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdint.h>
 #include <infiniband/verbs.h>
 #include "obj.h"
+#include "verbs.h"
 #include "wait.h"
 
 struct ofx_cno;
@@ -65,6 +66,15 @@ struct ofx_evd {
 	int cq_depth;		/* of cq */
 	int cq_reserved;	/* WRs the attached EPs can have outstanding; lock */
 	int poll_batch;		/* completions per ibv_poll_cq (cq_batch, fixed at create) */
+	/*
+	 * The dequeue's fast path, under lock (evd_fast_path_update): cq's
+	 * poll resolved (verbs.h) while cq is the only CQ, the EVD is not
+	 * catastrophic and poll_first > 1, else NULL (one test for them
+	 * all); poll_first is min(qlen, poll_batch), what a poll into the
+	 * empty ring asks for.
+	 */
+	ofx_verbs_poll_cq_fn cq_poll;
+	int poll_first;
 
 	/* drains that are calling owners' notify ops (dto.h) outside the lock */
 	atomic_int notify_inflight;

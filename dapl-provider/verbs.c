@@ -174,6 +174,22 @@ void ofx_verbs_set(const struct ofx_verbs_ops *ops)
 	ofx_verbs = ops ? ops : &ofx_verbs_real;
 }
 
+/* The inline ibv_post_send, ibv_post_recv and ibv_poll_cq call exactly these. */
+ofx_verbs_post_send_fn ofx_verbs_post_send_of(const struct ibv_qp *qp)
+{
+	return ofx_verbs == &ofx_verbs_real ? qp->context->ops.post_send : ofx_verbs->post_send;
+}
+
+ofx_verbs_post_recv_fn ofx_verbs_post_recv_of(const struct ibv_qp *qp)
+{
+	return ofx_verbs == &ofx_verbs_real ? qp->context->ops.post_recv : ofx_verbs->post_recv;
+}
+
+ofx_verbs_poll_cq_fn ofx_verbs_poll_cq_of(const struct ibv_cq *cq)
+{
+	return ofx_verbs == &ofx_verbs_real ? cq->context->ops.poll_cq : ofx_verbs->poll_cq;
+}
+
 /* An SA selector (2 bits) and value (6 bits) in one PathRecord byte. */
 static uint8_t path_sel(uint8_t selector, uint8_t value)
 {

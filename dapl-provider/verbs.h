@@ -112,6 +112,25 @@ extern const struct ofx_verbs_ops *ofx_verbs;
 void ofx_verbs_set(const struct ofx_verbs_ops *ops);
 
 /*
+ * The data path's posts and poll, resolved once per QP or CQ and kept with
+ * it (ep.c, evd.c).  ibv_post_send, ibv_post_recv and ibv_poll_cq only call
+ * the device library's op of the object's context, so with the real
+ * libraries the resolved op is that one and no adapter runs per call
+ * (real_post_send cost a post 8 instructions: README, "Speed"); with a
+ * model installed, the model's op as it is at resolution.  A resolved post
+ * returns 0 or an errno of either sign (the device library's own, see
+ * above): the caller normalises a failure with ofx_verbs_neg_errno.
+ */
+typedef int (*ofx_verbs_post_send_fn)(struct ibv_qp *qp, struct ibv_send_wr *wr,
+				      struct ibv_send_wr **bad);
+typedef int (*ofx_verbs_post_recv_fn)(struct ibv_qp *qp, struct ibv_recv_wr *wr,
+				      struct ibv_recv_wr **bad);
+typedef int (*ofx_verbs_poll_cq_fn)(struct ibv_cq *cq, int n, struct ibv_wc *wc);
+ofx_verbs_post_send_fn ofx_verbs_post_send_of(const struct ibv_qp *qp);
+ofx_verbs_post_recv_fn ofx_verbs_post_recv_of(const struct ibv_qp *qp);
+ofx_verbs_poll_cq_fn ofx_verbs_poll_cq_of(const struct ibv_cq *cq);
+
+/*
  * IB path records (xrc_route.h reuses them).  ofx_verbs_ib_path writes the
  * primary path of an id whose route is resolved as rdma_set_option's
  * RDMA_OPTION_IB_PATH takes it: the wire PathRecord that the kernel unpacks

@@ -656,22 +656,34 @@ static void test_resize_keeps_order_and_limits(void)
 	teardown();
 }
 
+/* The device completes `n` sends of `ep` on dto's CQ, cookies first, first + 1, ... */
+static void push_sends(struct ofx_ep *ep, struct ofx_evd *dto, uint64_t first, int n)
+{
+	struct ibv_wc wc;
+
+	for (int i = 0; i < n; i++) {
+		wc = fake_send_wc(ep, first + i);
+		fake_cq_push(dto, &wc);
+	}
+}
+
+/* setup(), then an EP and a DTO EVD of qlen 16 polling `batch` entries at a time. */
+static struct ofx_evd *batch_evd_new(unsigned int batch, struct ofx_ep **ep_p)
+{
+	setup();
+	test_ia.cfg.cq_batch = batch;
+	*ep_p = fake_ep_new(64);
+	return evd_new(16, DAT_EVD_DTO_FLAG);
+}
+
 static void test_drain_batches_and_leaves_overflow_in_cq(void)
 {
 	struct ofx_ep *ep;
-	struct ofx_evd *dto;
-	struct ibv_wc wc;
+	struct ofx_evd *dto = batch_evd_new(4, &ep);
 	DAT_EVENT ev;
 	int i;
 
-	setup();
-	test_ia.cfg.cq_batch = 4;
-	ep = fake_ep_new(64);
-	dto = evd_new(16, DAT_EVD_DTO_FLAG);
-	for (i = 0; i < 10; i++) {
-		wc = fake_send_wc(ep, i);
-		fake_cq_push(dto, &wc);
-	}
+	push_sends(ep, dto, 0, 10);
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 10);
 	CU_ASSERT(fake_cq_of(dto->cq)->max_poll <= 4);
 	for (i = 0; i < 10; i++) {
@@ -681,10 +693,7 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 
 	/* a ring smaller than the backlog: the rest waits in the CQ, nothing is lost */
 	CU_ASSERT_EQUAL(ofx_evd_resize(dto, 4), DAT_SUCCESS);
-	for (i = 0; i < 7; i++) {
-		wc = fake_send_wc(ep, 100 + i);
-		fake_cq_push(dto, &wc);
-	}
+	push_sends(ep, dto, 100, 7);
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 4);
 	CU_ASSERT_EQUAL(fake_cq_pending(dto), 3);
 	CU_ASSERT_EQUAL(ofx_evd_drain_cq(dto), 0);
@@ -694,6 +703,32 @@ static void test_drain_batches_and_leaves_overflow_in_cq(void)
 				100 + i);
 	}
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
+	ofx_evd_destroy(dto);
+	fake_ep_delete(ep);
+	teardown();
+}
+
+/*
+ * cq_batch=1: a poll of one entry cannot tell the CQ empty, so the
+ * dequeue takes its slow path (evd_dequeue_slow), and still returns every
+ * completion once, in order, then a bare QUEUE_EMPTY.
+ */
+static void test_dequeue_one_at_a_time_batch(void)
+{
+	struct ofx_ep *ep;
+	struct ofx_evd *dto = batch_evd_new(1, &ep);
+	DAT_EVENT ev;
+
+	push_sends(ep, dto, 7, 3);
+	for (int i = 0; i < 3; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(dto, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+		CU_ASSERT_EQUAL(ev.evd_handle, (DAT_EVD_HANDLE)dto);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 7 + i);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(dto, &ev), 0x000D0000);
+	CU_ASSERT(fake_cq_of(dto->cq)->max_poll <= 1);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->send_ring), 0);
 	ofx_evd_destroy(dto);
 	fake_ep_delete(ep);
@@ -1166,6 +1201,7 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "resize keeps order and limits", test_resize_keeps_order_and_limits },
 	{ "drain batches and leaves overflow in the cq",
 	  test_drain_batches_and_leaves_overflow_in_cq },
+	{ "dequeue polling one completion at a time", test_dequeue_one_at_a_time_batch },
 	{ "suppressed completion queues nothing", test_suppressed_completion_queues_nothing },
 	{ "dequeue from the cq keeps order and skips silent work",
 	  test_dequeue_from_cq_keeps_order_and_skips_silent_work },

@@ -94,7 +94,7 @@ static void fixture_up(enum ofx_transport transport, enum ibv_atomic_cap atomic_
 	ep->attr.max_rdma_read_in = 4;
 	memset(&qp, 0, sizeof(qp));
 	qp.qp_num = 0x123;
-	ep->qp = &qp;
+	ofx_ep_set_qp(ep, &qp);
 	ofx_ep_cookie_owner_init(ep);
 	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->send_ring, RING_SIZE, &ep->cookie_owner) == 0);
 	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ep->recv_ring, RING_SIZE, &ep->cookie_owner) == 0);

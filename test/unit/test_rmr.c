@@ -104,7 +104,7 @@ static void fixture_init(struct fixture *f, DAT_EVD_FLAGS req_flags)
 	ep->recv = &ofx_ep_rq_recv;
 	ep->obj.ia = &ia;
 	test_ep_force_state(ep, OFX_EP_CONNECTED);
-	ep->qp = &fake_qp;
+	ofx_ep_set_qp(ep, &fake_qp);
 	ep->pz = ofx_pz_from_handle(f->pz);
 	ep->req_evd = ofx_evd_from_handle(f->req_evd);
 	ep->conn_evd = ofx_evd_from_handle(f->conn_evd);
