@@ -233,7 +233,7 @@ static void test_disabled_or_directly_waited_evd_does_not_trigger(void)
 
 	/* a thread in evd_wait preempts the CNO */
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, evd_wait_thread, &w) == 0);
-	for (i = 0; i < 2000 && !evd_has_waiter(w.evd); i++)
+	for (i = 0; i < 30000 && !evd_has_waiter(w.evd); i++)
 		sleep_us(1000);
 	CU_ASSERT_TRUE(evd_has_waiter(w.evd));
 	CU_ASSERT_EQUAL(post_conn(w.evd), 0);
@@ -302,17 +302,33 @@ static void *cno_wait_thread(void *arg)
 	return NULL;
 }
 
+static bool cno_has_waiter(DAT_CNO_HANDLE h)
+{
+	struct ofx_cno *cno = ofx_cno_from_handle(h);
+	bool waiter;
+
+	pthread_mutex_lock(&cno->lock);
+	waiter = cno->waiters > 0;
+	pthread_mutex_unlock(&cno->lock);
+	return waiter;
+}
+
 static void test_post_from_another_thread_wakes_an_infinite_waiter(void)
 {
 	struct cno_waiter w = { 0 };
 	DAT_EVD_HANDLE evd;
 	pthread_t t;
+	int i;
 
 	setup();
 	w.cno = cno_new();
 	evd = evd_new(w.cno, DAT_EVD_SOFTWARE_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&t, NULL, cno_wait_thread, &w) == 0);
-	sleep_us(20000);
+	/* the waiter must be inside cno_wait before the refused free: a fixed
+	 * sleep was not enough on a busy machine (the free then succeeded) */
+	for (i = 0; i < 30000 && !cno_has_waiter(w.cno); i++)
+		sleep_us(1000);
+	CU_ASSERT_FATAL(cno_has_waiter(w.cno));
 	/* a waiter keeps the CNO busy */
 	CU_ASSERT_EQUAL(ofx_evd_modify_cno(evd, DAT_HANDLE_NULL), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_cno_free(w.cno), OFX_DAT_ERR(DAT_INVALID_STATE,
