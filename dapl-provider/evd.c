@@ -960,7 +960,8 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 {
 	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
 			    ofx_now_ns() + (uint64_t)timeout * 1000;
-	bool armed = false;
+	/* the deadline is read by evd_block, which says when it passed */
+	bool armed = false, expired = timeout == 0;
 	int ret;
 
 	for (;;) {
@@ -982,16 +983,17 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 				*nmore = evd->count;
 			return DAT_SUCCESS;
 		}
-		if (!ofx_poll_timeout_ms(deadline)) {
+		if (expired) {
 			if (nmore)
 				*nmore = evd->count;
 			return DAT_TIMEOUT_EXPIRED;
 		}
 		pthread_mutex_unlock(&evd->lock);
 
-		/* -ETIMEDOUT: the test above reports it */
+		/* -ETIMEDOUT: the test above reports it, after a last look */
 		ret = evd_block(evd, &armed, true, deadline, cancel_state);
-		if (ret < 0 && ret != -ETIMEDOUT) {
+		expired = ret == -ETIMEDOUT;
+		if (ret < 0 && !expired) {
 			pthread_mutex_lock(&evd->lock);
 			return ofx_dat_status(ret, OFX_OBJ_EVD);
 		}
