@@ -79,8 +79,13 @@ struct pair {
 	bool disc_done;
 };
 
-/* The first receive posted on a QP: the RTR's (the bench posts none of its own). */
+/*
+ * The first receive posted on a QP: the RTR's (the bench posts none of its
+ * own).  Keyed by QP number, which the fake never reuses (a QP's address
+ * may be): the QP is only looked at while its number is a live pair's.
+ */
 struct first_recv {
+	uint32_t qpn;
 	struct ibv_qp *qp;
 	uint64_t wr_id;
 };
@@ -268,9 +273,10 @@ static int net_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_r
 
 	pthread_mutex_lock(&net.lock);
 	for (unsigned int i = 0; i < net.nrecvs && i < QPS; i++)
-		seen |= net.recvs[i].qp == qp;
+		seen |= net.recvs[i].qpn == qp->qp_num;
 	if (!seen)
-		net.recvs[net.nrecvs++ % QPS] = (struct first_recv){ .qp = qp, .wr_id = wr->wr_id };
+		net.recvs[net.nrecvs++ % QPS] =
+			(struct first_recv){ .qpn = qp->qp_num, .qp = qp, .wr_id = wr->wr_id };
 	pthread_mutex_unlock(&net.lock);
 	return net.fake.post_recv(qp, wr, bad);
 }
@@ -288,7 +294,7 @@ static int net_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 	pthread_mutex_lock(&net.lock);
 	p = pair_of_qpn(qp->qp_num);
 	for (unsigned int i = 0; p && i < net.nrecvs && i < QPS; i++)
-		if (net.recvs[i].qp->qp_num == p->srv_qpn) {
+		if (net.recvs[i].qpn == p->srv_qpn) {
 			peer = net.recvs[i].qp;
 			wc.wr_id = net.recvs[i].wr_id;
 		}
