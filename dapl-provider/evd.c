@@ -746,6 +746,9 @@ void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
 	/* taking the lock orders us after any drain that saw the EP alive */
 	pthread_mutex_lock(&evd->lock);
 	pthread_mutex_unlock(&evd->lock);
+	/* the usual case, no drain in its owners' ops: no clock, no waiter */
+	if (evd_notify_is_idle(evd))
+		return;
 	ofx_waiter_wait_reporting(&evd->notify_idle, evd_notify_is_idle, evd, evd_notify_report);
 }
 
