@@ -762,6 +762,9 @@ void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
 	/* taking the lock orders us after any drain that saw the EP alive */
 	pthread_mutex_lock(&evd->lock);
 	pthread_mutex_unlock(&evd->lock);
+	/* the usual case, no drain in its owners' ops: no clock, no waiter */
+	if (evd_notify_is_idle(evd))
+		return;
 	ofx_waiter_wait_reporting(&evd->notify_idle, evd_notify_is_idle, evd, evd_notify_report);
 }
 
@@ -976,7 +979,8 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 {
 	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
 			    ofx_now_ns() + (uint64_t)timeout * 1000;
-	bool armed = false;
+	/* the deadline is read by evd_block, which says when it passed */
+	bool armed = false, expired = timeout == 0;
 	int ret;
 
 	for (;;) {
@@ -998,16 +1002,17 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 				*nmore = evd->count;
 			return DAT_SUCCESS;
 		}
-		if (!ofx_poll_timeout_ms(deadline)) {
+		if (expired) {
 			if (nmore)
 				*nmore = evd->count;
 			return DAT_TIMEOUT_EXPIRED;
 		}
 		pthread_mutex_unlock(&evd->lock);
 
-		/* -ETIMEDOUT: the test above reports it */
+		/* -ETIMEDOUT: the test above reports it, after a last look */
 		ret = evd_block(evd, &armed, true, deadline, cancel_state);
-		if (ret < 0 && ret != -ETIMEDOUT) {
+		expired = ret == -ETIMEDOUT;
+		if (ret < 0 && !expired) {
 			pthread_mutex_lock(&evd->lock);
 			return ofx_dat_status(ret, OFX_OBJ_EVD);
 		}

@@ -54,15 +54,16 @@ static void put_be32(uint8_t *p, uint32_t v)
  * of their ones' complement sum and the trailer's, the check read as 0.
  * At most 63 * 2 + 4 words of 0xffff: no overflow of the 32-bit sum.
  */
+_Static_assert(OFX_PDATA_HDR_LEN == 8 && OFF_CHECK == 6, "the check is the trailer's last word");
+
 static uint16_t pdata_check(const uint8_t *t, size_t ext_words)
 {
 	const uint8_t *p = t - ext_words * EXT_WORD_LEN;
-	uint32_t sum = 0;
+	uint32_t sum = (uint32_t)get_be16(t + OFF_MAGIC) + get_be16(t + OFF_VER_FLAGS) +
+		       get_be16(t + OFF_CONSUMER_LEN);
 
-	for (; p < t + OFX_PDATA_HDR_LEN; p += 2) {
-		if (p != t + OFF_CHECK)
-			sum += get_be16(p);
-	}
+	for (; p < t; p += 2)
+		sum += get_be16(p);
 	while (sum >> 16)
 		sum = (sum & 0xffff) + (sum >> 16);
 	return (uint16_t)~sum;

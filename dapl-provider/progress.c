@@ -131,7 +131,7 @@ static int ofx_progress_run_timers(struct ofx_progress *prog)
 		}
 
 		ofx_list_del(&t->link);
-		t->armed = false;
+		atomic_store_explicit(&t->armed, false, memory_order_release);
 		/* Copied under the lock: the owner may re-arm or free t afterwards. */
 		fn = t->fn;
 		arg = t->arg;
@@ -305,7 +305,7 @@ void ofx_progress_stop(struct ofx_progress *prog)
 		struct ofx_timer *t = container_of(pos, struct ofx_timer, link);
 
 		ofx_list_del(&t->link);
-		t->armed = false;
+		atomic_store_explicit(&t->armed, false, memory_order_release);
 	}
 	ofx_list_for_each_safe(pos, tmp, &prog->fds) {
 		struct ofx_progress_fd *e = container_of(pos, struct ofx_progress_fd, link);
@@ -401,6 +401,7 @@ void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
 {
 	struct ofx_list *pos;
 	uint64_t deadline;
+	bool first;
 
 	if (!prog) {
 		ofx_dbg("timer %p armed without a progress engine: ignored", (void *)t);
@@ -409,12 +410,12 @@ void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
 	deadline = ofx_now_ns() + timeout_us * 1000;
 
 	pthread_mutex_lock(&prog->lock);
-	if (t->armed)
+	if (atomic_load_explicit(&t->armed, memory_order_relaxed))
 		ofx_list_del(&t->link);
 	t->deadline_ns = deadline;
 	t->fn = fn;
 	t->arg = arg;
-	t->armed = true;
+	atomic_store_explicit(&t->armed, true, memory_order_release);
 	/* Insert after every timer due no later: equal deadlines fire in arm order. */
 	for (pos = prog->timers.prev; pos != &prog->timers; pos = pos->prev) {
 		struct ofx_timer *o = container_of(pos, struct ofx_timer, link);
@@ -422,31 +423,27 @@ void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
 		if (o->deadline_ns <= deadline)
 			break;
 	}
+	/* a later deadline than the head's: the thread wakes in time for it anyway */
+	first = pos == &prog->timers;
 	ofx_list_add_tail(pos->next, &t->link);
 	pthread_mutex_unlock(&prog->lock);
 
-	if (!ofx_progress_in_thread(prog))
+	if (first && !ofx_progress_in_thread(prog))
 		ofx_progress_wake(prog);
 }
 
-bool ofx_progress_timer_cancel(struct ofx_progress *prog, struct ofx_timer *t)
+/* ofx_progress_timer_cancel saw `t` armed: it may have fired since. */
+bool ofx_progress_timer_cancel_armed(struct ofx_progress *prog, struct ofx_timer *t)
 {
 	bool was_armed;
 
-	if (!prog)
-		return false;
-
 	pthread_mutex_lock(&prog->lock);
-	was_armed = t->armed;
+	was_armed = atomic_load_explicit(&t->armed, memory_order_relaxed);
 	if (was_armed) {
 		ofx_list_del(&t->link);
-		t->armed = false;
+		atomic_store_explicit(&t->armed, false, memory_order_relaxed);
 	}
 	pthread_mutex_unlock(&prog->lock);
-
-	/* Lets the thread recompute its timeout without the cancelled timer. */
-	if (was_armed && !ofx_progress_in_thread(prog))
-		ofx_progress_wake(prog);
 	return was_armed;
 }
 

@@ -3,6 +3,7 @@
 #define OFX_PROGRESS_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include "obj.h"
@@ -26,7 +27,12 @@ struct ofx_timer {
 	uint64_t deadline_ns;	/* CLOCK_MONOTONIC */
 	ofx_timer_fn fn;
 	void *arg;
-	bool armed;		/* guarded by the progress lock */
+	/*
+	 * Written under the progress lock; read without it by cancel, which
+	 * the owner calls with its own lock held, as it arms: false cannot
+	 * turn true behind its back, only true false (the timer firing).
+	 */
+	atomic_bool armed;
 	struct ofx_list link;
 };
 
@@ -43,10 +49,22 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd);
  * Re-arming an armed timer moves it.  ofx_progress_timer_cancel() returns
  * true if the timer was armed (and now will not fire).  A timer callback
  * must not cancel or free the timer of another object without its lock.
+ * Only an arm that makes `t` the earliest timer wakes the thread; a cancel
+ * never does (the thread at worst wakes once at the old deadline, finds
+ * nothing due and sleeps on): a connection arms and cancels several
+ * timers that almost never fire.
  */
 void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
 			    uint64_t timeout_us, ofx_timer_fn fn, void *arg);
-bool ofx_progress_timer_cancel(struct ofx_progress *prog, struct ofx_timer *t);
+bool ofx_progress_timer_cancel_armed(struct ofx_progress *prog, struct ofx_timer *t);
+
+/* Most timers a connection cancels were never armed, or fired: no call then. */
+static inline bool ofx_progress_timer_cancel(struct ofx_progress *prog, struct ofx_timer *t)
+{
+	if (!prog || !atomic_load_explicit(&t->armed, memory_order_acquire))
+		return false;
+	return ofx_progress_timer_cancel_armed(prog, t);
+}
 
 /*
  * Returns once the handler or timer callback running at the time of the call

@@ -1169,6 +1169,50 @@ static void test_wait_cq_wakes_on_a_completion_event(void)
 	own_end(evd, &w);
 }
 
+struct idle_waiter {
+	struct ofx_evd *evd;
+	atomic_bool returned;
+};
+
+static void *idle_waiter_main(void *arg)
+{
+	struct idle_waiter *w = arg;
+
+	ofx_evd_wait_notify_idle(w->evd);
+	atomic_store(&w->returned, true);
+	return NULL;
+}
+
+/*
+ * EP teardown's wait for the drains still calling owners' notify ops:
+ * returns at once with none in flight, and otherwise only once the last
+ * one is done and wakes it.
+ */
+static void test_notify_idle_wait_waits_only_for_a_drain_in_flight(void)
+{
+	struct idle_waiter w;
+	struct ofx_evd *evd;
+	pthread_t t;
+
+	setup();
+	evd = evd_new(8, DAT_EVD_DTO_FLAG);
+	w = (struct idle_waiter){ .evd = evd };
+	ofx_evd_wait_notify_idle(evd);	/* none in flight */
+	atomic_store(&evd->notify_inflight, 1);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, idle_waiter_main, &w) == 0);
+	sleep_us(50000);
+	CU_ASSERT_FALSE(atomic_load(&w.returned));
+	/* what the drain's evd_notify_done does */
+	pthread_mutex_lock(&evd->notify_idle.lock);
+	atomic_store(&evd->notify_inflight, 0);
+	pthread_mutex_unlock(&evd->notify_idle.lock);
+	ofx_waiter_wake(&evd->notify_idle);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	CU_ASSERT_TRUE(atomic_load(&w.returned));
+	ofx_evd_destroy(evd);
+	teardown();
+}
+
 CU_TestInfo ofx_test_evd[] = {
 	{ "channel watch hands a completion to its owner, nobody polling",
 	  test_channel_watch_hands_a_completion_to_its_owner_unpolled },
@@ -1178,6 +1222,8 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "a waiter cancelled in evd_wait leaves the evd free to be freed",
 	  test_cancelled_waiter_leaves_the_evd_free },
 	{ "events come out in fifo order", test_events_come_out_in_fifo_order },
+	{ "teardown waits only for a drain still notifying",
+	  test_notify_idle_wait_waits_only_for_a_drain_in_flight },
 	{ "ring wraps around", test_ring_wraps_around },
 	{ "overflow drops and reports once per event",
 	  test_overflow_drops_and_reports_once_per_event },

@@ -273,6 +273,41 @@ static void test_cancel_prevents_firing(void)
 	timer_log_fini(&log);
 }
 
+/*
+ * Neither a cancel nor an arm behind the earliest timer wakes the thread:
+ * it sleeps toward the cancelled head, wakes there and still fires what
+ * is due next, once and in time.
+ */
+static void test_cancelled_head_still_lets_the_next_fire(void)
+{
+	struct ofx_progress *prog;
+	struct timer_log log;
+	struct timer_ctx a = { .id = 1 }, b = { .id = 2 };
+	uint64_t start;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	timer_log_init(&log, prog);
+	a.log = b.log = &log;
+
+	start = ofx_now_ns();
+	ofx_progress_timer_arm(prog, &a.timer, 20000, timer_fn, &a);
+	ofx_progress_timer_arm(prog, &b.timer, 60000, timer_fn, &b);	/* behind a: no wake */
+	CU_ASSERT_TRUE(ofx_progress_timer_cancel(prog, &a.timer));
+	CU_ASSERT_TRUE(b.timer.armed);
+	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+	CU_ASSERT(ofx_now_ns() - start >= 60000000ull);
+	CU_ASSERT_FALSE(sem_wait_ms(&log.fired, 100));
+	pthread_mutex_lock(&log.lock);
+	CU_ASSERT_EQUAL(log.n, 1);
+	CU_ASSERT_EQUAL(log.order[0], 2);
+	pthread_mutex_unlock(&log.lock);
+	CU_ASSERT_FALSE(b.timer.armed);
+	CU_ASSERT_FALSE(ofx_progress_timer_cancel(prog, &b.timer));	/* fired: nothing to do */
+
+	ofx_progress_stop(prog);
+	timer_log_fini(&log);
+}
+
 static void test_rearming_moves_the_deadline(void)
 {
 	struct ofx_progress *prog;
@@ -474,6 +509,8 @@ CU_TestInfo ofx_test_progress[] = {
 	  test_timers_fire_in_deadline_order_within_a_bound },
 	{ "cancel prevents firing", test_cancel_prevents_firing },
 	{ "re-arming moves the deadline", test_rearming_moves_the_deadline },
+	{ "a cancelled earliest timer still lets the next one fire",
+	  test_cancelled_head_still_lets_the_next_fire },
 	{ "barrier waits for the running callback", test_barrier_waits_for_the_running_callback },
 	{ "stop joins promptly with timers pending",
 	  test_stop_joins_promptly_with_timers_pending },
