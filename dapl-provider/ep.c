@@ -1723,6 +1723,7 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 			ep->p2p = false;
 			ep->rtr_arrived = false;
 			ep->cm_established = false;
+			ep->rtr_peer_gone = false;
 		}
 	}
 	pthread_mutex_unlock(&ep->lock);

@@ -751,6 +751,7 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 	ep->remote_qual = 0;
 	ep->rtr_arrived = !(ep->p2p && ep->rtr == OFX_RTR_SEND);
 	ep->cm_established = false;
+	ep->rtr_peer_gone = false;
 	ofx_ep_conn_move(ep, OFX_EP_COMPLETION_PENDING);
 	atomic_fetch_add(&ia->stats.conn_passive, 1);
 	if (ep->p2p)
@@ -768,7 +769,7 @@ err_reset: {
 	return ret;
 }
 
-/* rtr_timer: the RTR wait's deadline passed. */
+/* rtr_timer: the RTR wait's deadline passed, or the peer hung up (rtr_wait_hung_up). */
 static void rtr_expired(void *arg)
 {
 	struct ofx_ep *ep = arg;
@@ -780,10 +781,44 @@ static void rtr_expired(void *arg)
 	pthread_mutex_lock(&ep->lock);
 	if ((ep->state == OFX_EP_RTR_WAIT || ep->state == OFX_EP_COMPLETION_PENDING) &&
 	    !ep->rtr_arrived && ofx_now_ns() >= ep->rtr_deadline_ns) {
-		ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
-		ofx_ep_conn_broken(ep, "no rtr from the peer in time");
+		if (ep->rtr_peer_gone) {
+			/* rtr_wait_hung_up: no RTR in the CQ, the connection never was */
+			ofx_info("ep %p qp 0x%x: the peer hung up before its rtr", (void *)ep,
+				 ofx_ep_qp_num(ep));
+			ep->pdata_len = 0;
+			ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED,
+					   DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, false);
+		} else {
+			ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
+			ofx_ep_conn_broken(ep, "no rtr from the peer in time");
+		}
 	}
 	pthread_mutex_unlock(&ep->lock);
+}
+
+/*
+ * DISCONNECTED while a passive EP waits for the RTR (ESTABLISHED and
+ * DISCONNECTED can come in one batch of CM events).  A sent RTR may already
+ * be in the recv CQ, its channel handler not run yet: on iWARP it precedes
+ * the FIN in the stream (an RTR the DREQ overtook on IB/RoCE is lost with
+ * the flush).  So answer and flush now (nothing arrives after), and let
+ * the RTR decide: its completion (ofx_ep_dto_notify) makes it ESTABLISHED,
+ * then DISCONNECTED (ofx_ep_conn_p2p_maybe_established); rtr_timer, fired
+ * at once, looks into the CQ from the progress thread with no EP lock held
+ * (the drain runs the owners' notify ops and keeps other EPs' completions
+ * for their consumer) and reports ACCEPT_COMPLETION_ERROR if the RTR is
+ * not there.  A ring too full to take the RTR's completion counts as not
+ * there; so does one a consumer's drain polled but has not handed over.
+ */
+static void rtr_wait_hung_up(struct ofx_ep *ep)
+{
+	if (ep->rtr_peer_gone)
+		return;
+	ep->rtr_peer_gone = true;
+	ofx_verbs->disconnect(ep->cm_id);
+	qp_to_error(ep);
+	ep->rtr_deadline_ns = ofx_now_ns();
+	ofx_progress_timer_arm(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_expired, ep);
 }
 
 /*
@@ -968,8 +1003,11 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 		 * gave up between our accept and its RTU, or before its RTR
 		 * came): the accept did not complete, which DAT reports as such,
 		 * not as the DISCONNECTED of a connection the consumer never had.
+		 * Up at the CM and waiting for the RTR, the RTR decides.
 		 */
-		if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
+		if (ev->event == RDMA_CM_EVENT_DISCONNECTED && ep->state == OFX_EP_RTR_WAIT)
+			rtr_wait_hung_up(ep);
+		else if (ev->event == RDMA_CM_EVENT_DISCONNECTED)
 			peer_hung_up(ep, DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
 		else if (ep->state == OFX_EP_RTR_WAIT)
 			connected_event(ep, ev);

@@ -146,4 +146,10 @@ void ofx_ep_conn_p2p_maybe_established(struct ofx_ep *ep)
 	/* a common-connect EP reports the initiator's data on this side too */
 	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED,
 			   ep->csp != NULL);
+	/* the peer hung up after its RTR (ep_cm.c, QP flushed): that connection is over */
+	if (ep->rtr_peer_gone) {
+		ep->pdata_len = 0;
+		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_DISCONNECTED,
+				   false);
+	}
 }

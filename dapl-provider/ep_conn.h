@@ -54,6 +54,7 @@ void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep);
 /*
  * A passive p2p EP becomes CONNECTED once both rdma_cm's ESTABLISHED and
  * the peer's RTR have arrived, in either order; each arrival calls this.
+ * If the peer hung up meanwhile (ep->rtr_peer_gone), DISCONNECTED follows.
  */
 void ofx_ep_conn_p2p_maybe_established(struct ofx_ep *ep);
 

@@ -414,7 +414,11 @@ static int fake_post_recv(struct ibv_qp *qp, struct ibv_recv_wr *wr, struct ibv_
 	fake_verbs.posts++;
 	if (fake_verbs.post_errno)
 		return -fake_verbs.post_errno;
-	return qp->srq ? -EINVAL : 0;
+	if (qp->srq)
+		return -EINVAL;
+	for (; wr; wr = wr->next)
+		fake_verbs.last_recv_wr_id = wr->wr_id;
+	return 0;
 }
 
 static int fake_post_srq_recv(struct ibv_srq *srq, struct ibv_recv_wr *wr,

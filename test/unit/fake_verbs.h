@@ -145,6 +145,7 @@ struct fake_verbs {
 	atomic_uint write_failures;
 	int pds, mrs, mws, qps, srqs, cqs, xrcds, channels;	/* live objects */
 	int posts;		/* send, receive, SRQ receive and bind calls that reached it */
+	uint64_t last_recv_wr_id;	/* of the last receive posted on a QP */
 	int binds;		/* bind calls that reached it */
 	int post_errno;		/* when set, every post fails with it */
 	uint32_t next_num;	/* qp_num or SRQ number of the next one, from 0x100 */

@@ -17,6 +17,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <pthread.h>
 #include <string.h>
 
 /*
@@ -884,6 +885,7 @@ struct passive {
 	DAT_PSP_HANDLE psp;
 	struct rdma_cm_id *id;	/* the request's */
 	DAT_CR_HANDLE cr;
+	struct rdma_cm_id *listen_id;	/* the PSP's */
 };
 
 /* A PSP, and a request arriving on it with `pdata`. */
@@ -895,6 +897,7 @@ static void request_arrives(struct fixture *f, struct passive *p, const void *pd
 	CU_ASSERT_FATAL(ofx_psp_create(&ia, 4000, f->cr_evd, DAT_PSP_CONSUMER_FLAG, &p->psp) ==
 			DAT_SUCCESS);
 	listen_id = fake_cm.last_id;
+	p->listen_id = listen_id;
 	CU_ASSERT_EQUAL(fake_cm.listens, 1);
 	p->id = fake_cm_queue_request(listen_id, pdata, len, 4, 4);
 	fake_cm_deliver(&ia);
@@ -1319,22 +1322,216 @@ static void test_disconnect_before_established(void)
 	teardown(&f);
 }
 
-/* iWARP p2p: up at the CM, the RTR not yet here, and the stream closes. */
+/*
+ * Holds the progress thread in a timer callback from hold() to let_go():
+ * events the test queues meanwhile wait for their handlers, as when the
+ * thread is busy elsewhere.
+ */
+struct progress_hold {
+	struct ofx_timer timer;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	bool inside, released;
+};
+
+static void progress_held(void *arg)
+{
+	struct progress_hold *h = arg;
+
+	pthread_mutex_lock(&h->lock);
+	h->inside = true;
+	pthread_cond_broadcast(&h->cond);
+	while (!h->released)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void hold(struct progress_hold *h)
+{
+	memset(h, 0, sizeof(*h));
+	pthread_mutex_init(&h->lock, NULL);
+	pthread_cond_init(&h->cond, NULL);
+	ofx_progress_timer_arm(ia.progress, &h->timer, 0, progress_held, h);
+	pthread_mutex_lock(&h->lock);
+	while (!h->inside)
+		pthread_cond_wait(&h->cond, &h->lock);
+	pthread_mutex_unlock(&h->lock);
+}
+
+static void let_go(struct progress_hold *h)
+{
+	pthread_mutex_lock(&h->lock);
+	h->released = true;
+	pthread_cond_broadcast(&h->cond);
+	pthread_mutex_unlock(&h->lock);
+	ofx_progress_barrier(ia.progress);
+	pthread_cond_destroy(&h->cond);
+	pthread_mutex_destroy(&h->lock);
+}
+
+/* A receive of `ep` posted with `user` (held by an EP not yet connected). */
+static void post_recv_of(DAT_EP_HANDLE ep, uint64_t user)
+{
+	DAT_LMR_TRIPLET iov = { .segment_length = 64 };
+
+	CU_ASSERT_EQUAL(ofx_ep_post_recv(ep, 1, &iov, (DAT_DTO_COOKIE){ .as_64 = user },
+					 DAT_COMPLETION_DEFAULT_FLAG), DAT_SUCCESS);
+}
+
+static struct ibv_wc recv_wc(uint64_t wr_id, const struct ofx_ep *ep, enum ibv_wc_status st,
+			     uint32_t len)
+{
+	return (struct ibv_wc){ .wr_id = wr_id, .status = st, .opcode = IBV_WC_RECV,
+				.byte_len = len, .qp_num = ep->qp->qp_num };
+}
+
+/* The next DTO event of `evd` is a receive of `ep` with `user` and `len` bytes. */
+static void expect_recv(DAT_EVD_HANDLE evd, DAT_EP_HANDLE ep, uint64_t user, uint32_t len)
+{
+	DAT_EVENT ev;
+
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.dto_completion_event_data.ep_handle, ep);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, user);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.transfered_length, len);
+}
+
+/*
+ * iWARP with the progress thread running: a p2p SEND-RTR request accepted
+ * on f->ep, a consumer receive (0x55) posted before; returns its wr_id.
+ */
+static uint64_t p2p_send_rtr_accepted(struct fixture *f, struct passive *p)
+{
+	unsigned char req[64];
+	int n;
+
+	setup(f, OFX_TRANSPORT_IWARP);
+	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
+	post_recv_of(f->ep, 0x55);
+	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
+	request_arrives(f, p, req, n);
+	CU_ASSERT_EQUAL(ofx_cr_accept(p->cr, f->ep, 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_TRUE(f->e->p2p);
+	CU_ASSERT_TRUE(f->e->rtr_watch);
+	/* the held receive went in after the RTR's */
+	CU_ASSERT_NOT_EQUAL(fake_verbs.last_recv_wr_id, (uintptr_t)&f->e->rtr_cookie);
+	return fake_verbs.last_recv_wr_id;
+}
+
+/*
+ * A second EP of the fixture's EVDs, accepted without p2p on the same PSP
+ * and up, with a receive (0x77) live; returns its wr_id.
+ */
+static uint64_t plain_neighbour_up(struct fixture *f, struct passive *p, DAT_EP_HANDLE *ep_p)
+{
+	struct rdma_cm_id *id;
+	DAT_EVENT ev;
+
+	CU_ASSERT_FATAL(ofx_ep_create(&ia, f->pz, f->dto_evd, f->dto_evd, f->conn_evd,
+				      &fake_rc_ep_attr, ep_p) == DAT_SUCCESS);
+	id = fake_cm_queue_request(p->listen_id, NULL, 0, 4, 4);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f->cr_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, *ep_p, 0,
+				      NULL), DAT_SUCCESS);
+	fake_cm_queue(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f->conn_evd, *ep_p),
+			DAT_CONNECTION_EVENT_ESTABLISHED);
+	post_recv_of(*ep_p, 0x77);
+	return fake_verbs.last_recv_wr_id;
+}
+
+/*
+ * The client sent its RTR and a message and hung up at once: the RTR's
+ * completion is in the recv CQ, its channel handler not run yet, when
+ * rdma_cm's ESTABLISHED and DISCONNECTED come in one batch.  The connection
+ * was up: ESTABLISHED, then DISCONNECTED, and the message is delivered.
+ * With `shared`, another EP's completion comes first in the same CQ and
+ * reaches its consumer too.
+ */
+static void peer_gone_after_its_rtr(bool shared)
+{
+	struct fixture f;
+	struct passive p;
+	struct progress_hold h;
+	struct ibv_wc wc;
+	DAT_EP_HANDLE other = NULL;
+	uint64_t mine, theirs = 0;
+
+	mine = p2p_send_rtr_accepted(&f, &p);
+	if (shared)
+		theirs = plain_neighbour_up(&f, &p, &other);
+	hold(&h);
+	if (shared) {
+		wc = recv_wc(theirs, ofx_ep_from_handle(other), IBV_WC_SUCCESS, 3);
+		fake_cq_push(f.e->recv_evd, &wc);
+	}
+	wc = recv_wc((uintptr_t)&f.e->rtr_cookie, f.e, IBV_WC_SUCCESS, 0);
+	fake_cq_push(f.e->recv_evd, &wc);
+	wc = recv_wc(mine, f.e, IBV_WC_SUCCESS, 5);
+	fake_cq_push(f.e->recv_evd, &wc);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	let_go(&h);
+
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_DISCONNECTED);
+	CU_ASSERT_EQUAL(f.e->qp->state, IBV_QPS_ERR);
+	CU_ASSERT_EQUAL(fake_cm.disconnects, 1);	/* the DREQ answered once */
+	CU_ASSERT_FALSE(f.e->rtr_watch);
+	if (shared)
+		expect_recv(f.dto_evd, other, 0x77, 3);
+	expect_recv(f.dto_evd, f.ep, 0x55, 5);
+	if (shared)
+		CU_ASSERT_EQUAL(ofx_ep_free(other), DAT_SUCCESS);
+	passive_done(&p);
+	teardown(&f);
+}
+
+static void test_peer_gone_after_its_rtr(void)
+{
+	peer_gone_after_its_rtr(false);
+}
+
+static void test_peer_gone_after_its_rtr_shared_cq(void)
+{
+	peer_gone_after_its_rtr(true);
+}
+
+/*
+ * Up at the CM, the RTR not yet here, and the stream closes: the RTR never
+ * came (not in the CQ; flushed later), so the accept did not complete.
+ */
 static void test_disconnect_while_waiting_for_the_rtr(void)
 {
 	struct fixture f;
 	struct passive p;
+	struct ibv_wc wc;
+	DAT_EVENT ev;
 
-	p2p_accepted_up(&f, &p, OFX_RTR_SEND);
+	p2p_send_rtr_accepted(&f, &p);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
 	CU_ASSERT_EQUAL(f.e->state, OFX_EP_RTR_WAIT);
 	expect_no_event(&f);
 	fake_cm_queue(p.id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
 	fake_cm_deliver(&ia);
-	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL),
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep),
 			DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR);
-	expect_no_event(&f);
 	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_DISCONNECTED);
 	CU_ASSERT_EQUAL(f.e->qp->state, IBV_QPS_ERR);
+	CU_ASSERT_EQUAL(fake_cm.disconnects, 1);
+	/* the error-state QP flushes the RTR's receive: no second event, no DTO event */
+	wc = recv_wc((uintptr_t)&f.e->rtr_cookie, f.e, IBV_WC_WR_FLUSH_ERR, 0);
+	fake_cq_push(f.e->recv_evd, &wc);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(f.dto_evd, &ev)), DAT_QUEUE_EMPTY);
+	expect_no_event(&f);
 	/* the EP is reusable */
 	CU_ASSERT_EQUAL(ofx_ep_reset(f.ep), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_UNCONNECTED);
@@ -1427,6 +1624,9 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "request with a malformed trailer is plain data", test_request_with_a_malformed_trailer },
 	{ "peer disconnect before ESTABLISHED", test_disconnect_before_established },
 	{ "p2p passive: the stream closes before the RTR", test_disconnect_while_waiting_for_the_rtr },
+	{ "p2p passive: the peer hangs up after its RTR", test_peer_gone_after_its_rtr },
+	{ "p2p passive: ... with another EP's completion in the CQ",
+	  test_peer_gone_after_its_rtr_shared_cq },
 	{ "p2p passive: an RTR that never comes is BROKEN", test_passive_p2p_rtr_that_never_comes },
 	CU_TEST_INFO_NULL,
 };
