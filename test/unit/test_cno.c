@@ -199,7 +199,8 @@ static void *evd_wait_thread(void *arg)
 	struct evd_waiter *w = arg;
 	DAT_COUNT nmore;
 
-	w->ret = ofx_evd_wait(w->evd, 2000000, 1, &w->ev, &nmore);
+	/* bounded like the wait for it: a busy machine may delay the post */
+	w->ret = ofx_evd_wait(w->evd, 30 * 1000000, 1, &w->ev, &nmore);
 	return NULL;
 }
 
