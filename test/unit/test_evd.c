@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "blocked.h"
 #include "fake_verbs.h"
 
 #include "dto.h"
@@ -101,29 +102,6 @@ static bool evd_has_waiter(struct ofx_evd *evd)
  */
 #define WAIT_BOUND_US (30u * 1000 * 1000)
 
-static bool cq_armed(struct ofx_evd *evd)
-{
-	return !evd->cq || fake_cq_armed(evd->cq);
-}
-
-/*
- * Waits until a thread is inside evd_wait and, on a CQ EVD, has armed the
- * CQ (bounded).  The short pause after it is no assumption: an event that
- * comes before the waiter is in poll() is found by its ring check or drain,
- * with the same outcome; the pause only makes the wake out of poll() the
- * usual path.
- */
-static void await_waiter(struct ofx_evd *evd)
-{
-	uint64_t end = now_us() + WAIT_BOUND_US;
-
-	while ((!evd_has_waiter(evd) || !cq_armed(evd)) && now_us() < end)
-		sleep_us(1000);
-	CU_ASSERT_FATAL(evd_has_waiter(evd));
-	CU_ASSERT_FATAL(cq_armed(evd));
-	sleep_us(5000);
-}
-
 struct waiter_arg {
 	struct ofx_evd *evd;
 	DAT_TIMEOUT timeout;
@@ -132,13 +110,30 @@ struct waiter_arg {
 	DAT_EVENT ev;
 	DAT_COUNT nmore;
 	uint64_t elapsed_us;
+	_Atomic pid_t tid;	/* the waiter thread, once it runs */
 };
+
+/*
+ * Waits until the waiter thread is inside evd_wait and asleep in its
+ * poll() (bounded): an event from now on must wake it, it cannot be found
+ * by the ring check or a drain before the poll instead.
+ */
+static void await_waiter(struct waiter_arg *w)
+{
+	uint64_t end = now_us() + WAIT_BOUND_US;
+
+	while ((!atomic_load(&w->tid) || !evd_has_waiter(w->evd)) && now_us() < end)
+		sleep_us(1000);
+	CU_ASSERT_FATAL(evd_has_waiter(w->evd));
+	CU_ASSERT_FATAL(ut_await_blocked(atomic_load(&w->tid), ut_in_poll, NULL));
+}
 
 static void *waiter_main(void *p)
 {
 	struct waiter_arg *a = p;
 	uint64_t t0 = now_us();
 
+	atomic_store(&a->tid, ut_gettid());
 	a->status = ofx_evd_wait(a->evd, a->timeout, a->threshold, &a->ev, &a->nmore);
 	a->elapsed_us = now_us() - t0;
 	return NULL;
@@ -362,7 +357,7 @@ static void test_post_from_another_thread_wakes_infinite_waiter(void)
 	w.evd = evd_new(4, DAT_EVD_CONNECTION_FLAG | DAT_EVD_DTO_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
 	/* posted once the waiter is inside evd_wait, not after a fixed delay */
-	await_waiter(w.evd);
+	await_waiter(&w);
 	CU_ASSERT_FATAL(pthread_create(&pt, NULL, poster_main, w.evd) == 0);
 	pthread_join(pt, NULL);
 	/* watchdog: a lost wakeup must fail the test, not hang it */
@@ -386,7 +381,7 @@ static void test_completion_wakes_infinite_waiter(void)
 	ep = fake_ep_new(64);
 	w.evd = evd_new(4, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
-	await_waiter(w.evd);
+	await_waiter(&w);
 	wc = fake_send_wc(ep, 0xabc);
 	fake_cq_push(w.evd, &wc);
 	join_waiter(w.evd, wt);
@@ -411,7 +406,7 @@ static void test_threshold_two_waits_for_two_events(void)
 	ep = fake_ep_new(64);
 	w.evd = evd_new(8, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
-	await_waiter(w.evd);
+	await_waiter(&w);
 	wc = fake_send_wc(ep, 1);
 	fake_cq_push(w.evd, &wc);
 	/* negative check: one completion is not enough, the waiter stays
@@ -489,7 +484,7 @@ static void test_second_waiter_is_refused(void)
 	setup();
 	w.evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
-	await_waiter(w.evd);
+	await_waiter(&w);
 	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore),
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_IN_USE));
 	CU_ASSERT_EQUAL(ofx_evd_free(w.evd),
@@ -512,7 +507,7 @@ static void test_set_unwaitable_wakes_the_waiter(void)
 	setup();
 	w.evd = evd_new(4, DAT_EVD_DTO_FLAG);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
-	await_waiter(w.evd);
+	await_waiter(&w);
 	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(w.evd), DAT_SUCCESS);
 	join_waiter(w.evd, wt);
 	CU_ASSERT_EQUAL(w.status, OFX_DAT_ERR(DAT_INVALID_STATE,
@@ -1147,17 +1142,17 @@ static void test_wait_cq_ends_at_its_deadline(void)
 struct late_completion {
 	struct ofx_evd *evd;
 	struct own_wr *w;
+	pid_t waiting;		/* the thread in ofx_evd_wait_cq */
+	bool asleep;
 };
 
 static void *late_completion_main(void *arg)
 {
 	struct late_completion *l = arg;
-	uint64_t end = now_us() + WAIT_BOUND_US;
 
-	/* once the wait armed the CQ (not after a fixed delay): the completion
-	 * then raises the channel event the wait is to wake on */
-	while (!fake_cq_armed(l->evd->cq) && now_us() < end)
-		sleep_us(1000);
+	/* once the wait sleeps in poll() (not after a fixed delay): only the
+	 * completion's channel event can wake it then */
+	l->asleep = ut_await_blocked(l->waiting, ut_in_poll, NULL);
 	own_wr_completes(l->w, l->evd);
 	return NULL;
 }
@@ -1174,6 +1169,7 @@ static void test_wait_cq_wakes_on_a_completion_event(void)
 	evd = own_start(&w);
 	l.evd = evd;
 	l.w = &w;
+	l.waiting = ut_gettid();
 	t0 = ofx_now_ns();
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, late_completion_main, &l) == 0);
 	/* a lost channel event would end the wait at its deadline (60 s): the
@@ -1181,6 +1177,7 @@ static void test_wait_cq_wakes_on_a_completion_event(void)
 	CU_ASSERT_EQUAL(ofx_evd_wait_cq(evd, own_notified, &w, t0 + 60000000000ull), 0);
 	CU_ASSERT(ofx_now_ns() - t0 < 30000000000ull);
 	pthread_join(th, NULL);
+	CU_ASSERT_TRUE(l.asleep);
 	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
 	own_end(evd, &w);
 }

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "blocked.h"
 
 #include "log.h"
 #include "progress.h"
@@ -276,6 +277,16 @@ static void test_cancel_prevents_firing(void)
 	timer_log_fini(&log);
 }
 
+/* The thread of the engine started as "unit" (ofx-unit), once it runs; 0 if none. */
+static pid_t unit_engine_thread(void)
+{
+	pid_t tid = 0;
+
+	for (int i = 0; i < WAIT_MS && !(tid = ut_thread_named("ofx-unit")); i++)
+		usleep(1000);
+	return tid;
+}
+
 static void test_rearming_moves_the_deadline(void)
 {
 	struct ofx_progress *prog;
@@ -287,9 +298,11 @@ static void test_rearming_moves_the_deadline(void)
 	timer_log_init(&log, prog);
 	t.log = &log;
 
-	/* The thread sleeps toward 120 s; the re-arm must wake it, or the
-	 * timer fires only then, long after WAIT_MS. */
+	/* The thread sleeps toward 120 s (seen, not assumed after a delay); the
+	 * re-arm must wake it, or the timer fires only then, long after WAIT_MS. */
 	ofx_progress_timer_arm(prog, &t.timer, 120000000, timer_fn, &t);
+	CU_ASSERT_FATAL(ut_await_blocked(unit_engine_thread(), ut_in_epoll_longer,
+					 &(int){ 60000 }));
 	start = ofx_now_ns();
 	ofx_progress_timer_arm(prog, &t.timer, 10000, timer_fn, &t);
 	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
