@@ -574,7 +574,9 @@ static void server_message(struct ep *e, const char *m)
 			fail("DISC %u: no ep held for a server disconnect", idx);
 			return;
 		}
-		/* the ack of the client's last DATA came before this request */
+		/* the ack of the client's last DATA came before this request; the
+		 * pause is a nudge (the completions surely in the CQ), no check
+		 * depends on it */
 		sleep_ms(100);
 		if (dat_ep_disconnect(t->ep, DAT_CLOSE_GRACEFUL_FLAG) != DAT_SUCCESS)
 			fail("dat_ep_disconnect ep %u", idx);
