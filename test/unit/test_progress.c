@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: BSD-2-Clause */
 #include "unit.h"
+#include "blocked.h"
 
 #include "log.h"
 #include "progress.h"
@@ -16,11 +17,14 @@
 
 /*
  * The progress engine on its own: pipes stand in for the rdma_cm and async
- * fds.  Bounds are generous (a loaded CI machine is slow) but each test
- * still fails if an event is lost or arrives far too late.
+ * fds.  Bounds are generous (a loaded CI machine under valgrind can stall a
+ * thread for seconds): a test fails if an event is lost, never because one
+ * came late.  A wake that must come from an event, not from a timer, races
+ * a timer far beyond WAIT_MS.  The short sem_wait_ms calls that expect false are negative checks
+ * ("nothing more fires"): a slow machine passes them too.
  */
 
-#define WAIT_MS 2000
+#define WAIT_MS 30000
 
 /* Waits for `sem` at most `ms` milliseconds; true if it was posted. */
 static bool sem_wait_ms(sem_t *sem, unsigned int ms)
@@ -238,9 +242,9 @@ static void test_timers_fire_in_deadline_order_within_a_bound(void)
 	for (i = 0; i < log.n; i++) {
 		uint64_t due = start + delay_ms[log.order[i]] * 1000000ull;
 
-		/* Never early; late by at most 500 ms. */
+		/* Never early; lateness is no fault of the engine's on a busy
+		 * machine, the order above is what a wrong deadline would break */
 		CU_ASSERT(log.at_ns[i] >= due);
-		CU_ASSERT(log.at_ns[i] < due + 500000000ull);
 	}
 	CU_ASSERT_TRUE(log.in_thread);
 	pthread_mutex_unlock(&log.lock);
@@ -308,6 +312,16 @@ static void test_cancelled_head_still_lets_the_next_fire(void)
 	timer_log_fini(&log);
 }
 
+/* The thread of the engine started as "unit" (ofx-unit), once it runs; 0 if none. */
+static pid_t unit_engine_thread(void)
+{
+	pid_t tid = 0;
+
+	for (int i = 0; i < WAIT_MS && !(tid = ut_thread_named("ofx-unit")); i++)
+		usleep(1000);
+	return tid;
+}
+
 static void test_rearming_moves_the_deadline(void)
 {
 	struct ofx_progress *prog;
@@ -319,12 +333,15 @@ static void test_rearming_moves_the_deadline(void)
 	timer_log_init(&log, prog);
 	t.log = &log;
 
-	/* The thread sleeps toward 10 s; the re-arm must wake it. */
-	ofx_progress_timer_arm(prog, &t.timer, 10000000, timer_fn, &t);
+	/* The thread sleeps toward 120 s (seen, not assumed after a delay); the
+	 * re-arm must wake it, or the timer fires only then, long after WAIT_MS. */
+	ofx_progress_timer_arm(prog, &t.timer, 120000000, timer_fn, &t);
+	CU_ASSERT_FATAL(ut_await_blocked(unit_engine_thread(), ut_in_epoll_longer,
+					 &(int){ 60000 }));
 	start = ofx_now_ns();
 	ofx_progress_timer_arm(prog, &t.timer, 10000, timer_fn, &t);
 	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
-	CU_ASSERT(ofx_now_ns() - start < 1000000000ull);
+	CU_ASSERT(ofx_now_ns() - start < 120000000000ull);
 	/* Moved, not duplicated. */
 	CU_ASSERT_FALSE(sem_wait_ms(&log.fired, 100));
 	CU_ASSERT_EQUAL(log_count(&log), 1);
@@ -346,11 +363,12 @@ static void test_stop_joins_promptly_with_timers_pending(void)
 	t.log = &log;
 	pipe_ctx_init(&c, prog);
 	CU_ASSERT_EQUAL(ofx_progress_add_fd(prog, c.fds[0], pipe_handler, &c), 0);
-	ofx_progress_timer_arm(prog, &t.timer, 10000000, timer_fn, &t);
+	/* a stop that waited for the timer would take 120 s */
+	ofx_progress_timer_arm(prog, &t.timer, 120000000, timer_fn, &t);
 
 	start = ofx_now_ns();
 	ofx_progress_stop(prog);
-	CU_ASSERT(ofx_now_ns() - start < 1000000000ull);
+	CU_ASSERT(ofx_now_ns() - start < WAIT_MS * 1000000ull);
 	/* Left armed by its owner: forgotten, never fired. */
 	CU_ASSERT_FALSE(t.timer.armed);
 	CU_ASSERT_EQUAL(log_count(&log), 0);
@@ -376,7 +394,7 @@ static void slow_fn(void *arg)
 	struct slow_ctx *c = arg;
 
 	sem_post(&c->started);
-	usleep(100000);
+	usleep(100000);	/* a slow callback is the thing under test */
 	atomic_store(&c->done, true);
 }
 
@@ -390,11 +408,12 @@ static void test_barrier_waits_for_the_running_callback(void)
 	sem_init(&c.started, 0, 0);
 	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
 
-	/* Idle engine: returns at once. */
+	/* Idle engine: returns at once (one that waited for a callback would
+	 * hang here: nothing runs). */
 	start = ofx_now_ns();
 	ofx_progress_barrier(prog);
 	ofx_progress_barrier(NULL);
-	CU_ASSERT(ofx_now_ns() - start < 50000000ull);
+	CU_ASSERT(ofx_now_ns() - start < WAIT_MS * 1000000ull);
 
 	ofx_progress_timer_arm(prog, &c.timer, 0, slow_fn, &c);
 	CU_ASSERT_FATAL(sem_wait_ms(&c.started, WAIT_MS));

@@ -122,7 +122,7 @@ setup_network() {
 # Fill LINK_LOCAL[] from /proc/net/if_inet6 (32 hex digits per address).
 find_link_local_addresses() {
 	local tries addr dev h
-	for ((tries = 0; tries < 50; tries++)); do
+	for ((tries = 0; tries < 300; tries++)); do # 30 s: a busy host
 		while read -r addr _ _ _ _ dev; do
 			[[ $addr == fe80* ]] || continue
 			for h in "${HOSTS[@]}"; do
@@ -167,7 +167,7 @@ setup_soft_devices() { # TYPE
 	EOF
 	for h in "${HOSTS[@]}"; do
 		GID_INDEX[$h]=0
-		for ((tries = 0; tries < 100; tries++)); do
+		for ((tries = 0; tries < 300; tries++)); do # 30 s: a busy host
 			[ "$type" != rxe ] || find_roce_v2_gid "$h"
 			state=""
 			read -r state <"/sys/class/infiniband/${IBDEV[$h]}/ports/1/state"
