@@ -171,6 +171,20 @@ static DAT_LMR_TRIPLET iov_of(const struct fixture *f, DAT_VLEN len)
 	return iov;
 }
 
+/* A fresh test with one EP of depth 4 on a 16-entry EVD (ended by fixture_end). */
+static struct ofx_ep *fixture_begin(struct fixture *f)
+{
+	setup();
+	fixture_init(f, 16, 4);
+	return ofx_ep_from_handle(f->ep);
+}
+
+static void fixture_end(struct fixture *f)
+{
+	fixture_fini(f);
+	teardown();
+}
+
 /* The EP's QP goes live (INIT) as an accept would make it. */
 static int go_live(struct ofx_ep *ep, bool rtr_recv_first)
 {
@@ -259,16 +273,13 @@ static void test_rtr_receive_is_one_empty_segment(void)
 	teardown();
 
 	/* the RTR's own receive, alone */
-	setup();
-	fixture_init(&f, 16, 4);
-	ep = ofx_ep_from_handle(f.ep);
+	ep = fixture_begin(&f);
 	CU_ASSERT_EQUAL(go_live(ep, true), 0);
 	CU_ASSERT_EQUAL(dev.recvs, 1);
 	CU_ASSERT_EQUAL(dev.recv.num_sge, 1);
 	CU_ASSERT_EQUAL(dev.recv_sge.length, 0);
 	CU_ASSERT_EQUAL(dev.recv.wr_id, (uintptr_t)&ep->rtr_cookie);
-	fixture_fini(&f);
-	teardown();
+	fixture_end(&f);
 }
 
 /*
@@ -282,9 +293,7 @@ static void test_held_receives_keep_their_segments(void)
 	struct ofx_ep *ep;
 	DAT_LMR_TRIPLET iov;
 
-	setup();
-	fixture_init(&f, 16, 4);
-	ep = ofx_ep_from_handle(f.ep);
+	ep = fixture_begin(&f);
 	CU_ASSERT_PTR_NULL(ep->recv_sges);
 	CU_ASSERT_PTR_NULL(ep->lastwqe);	/* an SRQ EP's alone */
 	iov = iov_of(&f, 100);
@@ -303,13 +312,10 @@ static void test_held_receives_keep_their_segments(void)
 	CU_ASSERT_EQUAL(dev.recv_sge.lkey, f.lkey);
 	CU_ASSERT_EQUAL(dev.recv.wr_id, (uintptr_t)&ep->recv_ring.slots[1]);
 	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->recv_ring), 2);
-	fixture_fini(&f);
-	teardown();
+	fixture_end(&f);
 
 	/* live before the first receive: nothing to keep */
-	setup();
-	fixture_init(&f, 16, 4);
-	ep = ofx_ep_from_handle(f.ep);
+	ep = fixture_begin(&f);
 	CU_ASSERT_EQUAL(go_live(ep, false), 0);
 	iov = iov_of(&f, 300);
 	CU_ASSERT_EQUAL(ofx_ep_post_recv(f.ep, 1, &iov, cookie(3), DAT_COMPLETION_DEFAULT_FLAG),
@@ -317,8 +323,7 @@ static void test_held_receives_keep_their_segments(void)
 	CU_ASSERT_EQUAL(dev.recvs, 1);
 	CU_ASSERT_EQUAL(dev.recv_sge.length, 300);
 	CU_ASSERT_PTR_NULL(ep->recv_sges);
-	fixture_fini(&f);
-	teardown();
+	fixture_end(&f);
 }
 
 /*
