@@ -28,9 +28,10 @@ struct ofx_evd;
 struct ofx_ep_recv {
 	const char *name;
 	/*
-	 * dat_ep_create (after check) and the EP's end: the variant's own
-	 * state of an EP; init fails with a negative errno, fini runs
-	 * whether or not init did.
+	 * The variant's own state of an EP: init in dat_ep_create(_with_srq)
+	 * before the checks (a negative errno fails the call), fini when
+	 * the EP's memory goes, whether or not init ran (the provider's
+	 * tentative EP, an rq one, never runs it).
 	 */
 	int (*init)(struct ofx_ep *ep);
 	void (*fini)(struct ofx_ep *ep);
