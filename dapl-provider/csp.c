@@ -230,10 +230,6 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 		pthread_mutex_unlock(&csp->lock);
 		return status;
 	}
-	/* no data may come as NULL: memcpy(NULL) is undefined even for 0 bytes */
-	if (pdata_len)
-		memcpy(ep->csp_pdata, pdata, pdata_len);
-	ep->csp_pdata_len = pdata_len;
 	ep->csp = csp;
 	ep->csp_port = (uint16_t)csp->conn_qual;
 	ep->csp_detach = csp_detach;
@@ -249,7 +245,14 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 			ep->csp = NULL;
 		}
 	} else {
-		/* wait for the peer's REQ on our CSP */
+		/*
+		 * Wait for the peer's REQ on our CSP, whose REP carries the
+		 * data (no data may come as NULL: memcpy(NULL) is undefined
+		 * even for 0 bytes).
+		 */
+		if (pdata_len)
+			memcpy(ep->csp_pdata, pdata, pdata_len);
+		ep->csp_pdata_len = pdata_len;
 		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
 		memcpy(&ep->remote_addr, remote, remote->sa_family == AF_INET6 ?
 		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));

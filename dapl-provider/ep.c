@@ -228,7 +228,6 @@ static void ep_qp_destroy(struct ofx_ep *ep, struct ibv_qp *qp, const char *why)
 static int ep_init_rings(struct ofx_ep *ep)
 {
 	int ret;
-	uint32_t sges = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
 	/* an SRQ EP's receives live in the SRQ's slots: no recv ring */
 	uint32_t recv_slots = (uint32_t)ep->recv->own_wrs(ep);
 
@@ -238,20 +237,8 @@ static int ep_init_rings(struct ofx_ep *ep)
 		return ret;
 	ret = ofx_cookie_ring_init(&ep->recv_ring, recv_slots, &ep->cookie_owner);
 	if (ret)
-		goto err_send;
-	if (!recv_slots)
-		return 0;
-	ep->recv_sges = calloc((size_t)ep->recv_ring.size * sges, sizeof(*ep->recv_sges));
-	if (!ep->recv_sges) {
-		ret = -ENOMEM;
-		goto err_recv;
-	}
-	return 0;
-
-err_recv:
-	ofx_cookie_ring_fini(&ep->recv_ring);
-err_send:
-	ofx_cookie_ring_fini(&ep->send_ring);
+		ofx_cookie_ring_fini(&ep->send_ring);
+	/* recv_sges: with the first receive that needs them (ep_post_recv_kept) */
 	return ret;
 }
 
@@ -485,14 +472,13 @@ static struct ofx_ep *ep_alloc(struct ofx_ia *ia, const DAT_EP_ATTR *attr)
 	ep->soft_hw = DAT_WATERMARK_INFINITE;
 	ep->hard_hw = DAT_WATERMARK_INFINITE;
 	pthread_mutex_init(&ep->lock, NULL);
-	ofx_waiter_init(&ep->lastwqe_wait);
 	return ep;
 }
 
-/* Undoes ep_alloc (nothing attached, nothing referenced). */
+/* Undoes ep_alloc and the receive variant's init (nothing attached, nothing referenced). */
 static void ep_discard(struct ofx_ep *ep)
 {
-	ofx_waiter_fini(&ep->lastwqe_wait);
+	ep->recv->fini(ep);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
@@ -548,6 +534,11 @@ static DAT_RETURN ep_create_common(DAT_IA_HANDLE ia_handle, DAT_PZ_HANDLE pz_han
 	/* the one place that chooses the receive variant (ep_recv.h) */
 	ep->recv = srq ? &ofx_ep_srq_recv : &ofx_ep_rq_recv;
 	ep->srq = srq;
+	ret = ep->recv->init(ep);
+	if (ret) {
+		ep_discard(ep);
+		return ofx_dat_status(ret, OFX_OBJ_EP);
+	}
 	if (ep_parse_p2p_attr(&ep->attr, &ep->p2p_attr) ||
 	    ep_check_attr(ia, &ep->attr, req_evd) ||
 	    ep->recv->check(ep, pz, recv_evd, &ep->attr) ||
@@ -1343,6 +1334,26 @@ static void ep_check_watermarks(struct ofx_ep *ep)
 }
 
 /*
+ * The first kept receive (below) makes recv_sges, in the dat_ep_post_recv
+ * that needs it, so a failure is that call's; once there they stay with the
+ * rings.  Only the EP's poster writes the pointer, before committing the
+ * slot whose segments it holds: ofx_ep_recv_go_live reads it for committed
+ * slots alone.
+ */
+static __attribute__((cold)) int ep_recv_sges_alloc(struct ofx_ep *ep)
+{
+	uint32_t per = ep->attr.max_recv_iov ? ep->attr.max_recv_iov : 1;
+
+	ep->recv_sges = calloc((size_t)ep->recv_ring.size * per, sizeof(*ep->recv_sges));
+	if (!ep->recv_sges) {
+		ofx_warn("ep %p: no memory for the segments of %u receives", (void *)ep,
+			 ep->recv_ring.size);
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/*
  * A receive whose segments must be kept in the slot's recv_sges (an XRC EP's,
  * or one the QP could not take when dat_ep_post_recv looked: RESET before
  * connect or accept).  Posted when the receive side is live, else held for
@@ -1352,9 +1363,12 @@ static void ep_check_watermarks(struct ofx_ep *ep)
 static __attribute__((noinline)) int ep_post_recv_kept(struct ofx_ep *ep, struct ofx_cookie *ck,
 							DAT_COUNT n, const DAT_LMR_TRIPLET *iov)
 {
-	struct ibv_sge *sges = recv_slot_sges(ep, ck);
+	struct ibv_sge *sges;
 	int ret = 0;
 
+	if (ofx_unlikely(!ep->recv_sges) && ep_recv_sges_alloc(ep))
+		return -ENOMEM;
+	sges = recv_slot_sges(ep, ck);
 	if (n)
 		memcpy(sges, iov, n * sizeof(struct ibv_sge));
 	ck->nsge = (uint8_t)n;
@@ -1762,7 +1776,7 @@ static void ep_free_mem(struct ofx_ep *ep)
 {
 	ofx_xrc_ep_free(ep);
 	ep_fini_rings(ep);
-	ofx_waiter_fini(&ep->lastwqe_wait);
+	ep->recv->fini(ep);
 	pthread_mutex_destroy(&ep->lock);
 	free(ep);
 }
@@ -1977,12 +1991,19 @@ static bool rq_last_wqe(struct ofx_ep *ep)
 	return false;
 }
 
+static int rq_init(struct ofx_ep *ep)
+{
+	return 0;
+}
+
 static void rq_nothing(struct ofx_ep *ep)
 {
 }
 
 const struct ofx_ep_recv ofx_ep_rq_recv = {
 	.name = "rq",
+	.init = rq_init,
+	.fini = rq_nothing,
 	.own_wrs = rq_own_wrs,
 	.check = rq_check,
 	.qp_init = rq_qp_init,

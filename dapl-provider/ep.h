@@ -22,6 +22,7 @@ struct ofx_sp;
 struct ofx_cr;
 struct ofx_xrc_conn;
 struct ofx_ep_recv;
+struct ofx_lastwqe;
 
 /*
  * Internal EP states and the DAT state each one reports.  RTR_WAIT is a
@@ -85,10 +86,12 @@ struct ofx_ep {
 	struct ofx_xrc_conn *xrc;	/* XRC-backed EP (ep_xrc.h); fixed at create */
 	/* RC or XRC connection steps (ep_transport.h); set with the QP */
 	const struct ofx_ep_transport *transport;
-	/* SRQ EP: LAST_WQE_REACHED tracking (srq.h); written under lock */
-	_Atomic int lastwqe;		/* enum ofx_ep_lastwqe */
-	struct ofx_timer lastwqe_timer;	/* bounded wait for the event */
-	struct ofx_waiter lastwqe_wait;	/* woken when lastwqe becomes DONE */
+	/*
+	 * SRQ EP: LAST_WQE_REACHED tracking (ep_recv.h), made with the EP by
+	 * the SRQ variant's init; NULL for any other EP, which has no use
+	 * for it (memory per EP: README, "Speed").
+	 */
+	struct ofx_lastwqe *lastwqe;
 
 	/*
 	 * The RC QP.  Created with the EP when it has a PZ, else at connect or
@@ -117,15 +120,26 @@ struct ofx_ep {
 	 * recv_sges) while the QP cannot take them (RESET state before connect
 	 * or accept) and posted in order once it reaches INIT; on a passive
 	 * p2p EP the RTR receive goes first.  recv_live flips under `lock`.
+	 * Made by the first post_recv that keeps a receive (an RC EP whose
+	 * receives all go live never needs it), before that slot is committed.
 	 */
-	struct ibv_sge *recv_sges;	/* max_recv_iov per recv slot */
+	struct ibv_sge *recv_sges;	/* max_recv_iov per recv slot, or NULL */
 	_Atomic bool recv_live;
 
 	struct sockaddr_storage remote_addr;
 	DAT_CONN_QUAL remote_qual;
 	DAT_CONN_QUAL local_qual;
 	unsigned int cm_retries;	/* address/route retries used */
-	unsigned char req_pdata[OFX_PDATA_COPY_MAX]; /* REQ data kept for rdma_connect */
+	/*
+	 * The consumer's data a connection attempt keeps: the REQ's for
+	 * rdma_connect (dat_ep_connect, and the initiator of a common
+	 * connect), or the REP's of a common connect's waiting side (csp.c),
+	 * which sends no REQ.  One buffer: an attempt needs only one of them.
+	 */
+	union {
+		unsigned char req_pdata[OFX_PDATA_COPY_MAX];
+		unsigned char csp_pdata[OFX_PDATA_COPY_MAX];
+	};
 	int req_pdata_len;
 	struct ofx_timer conn_timer;	/* connect timeout */
 	struct ofx_timer disc_timer;	/* bounded wait for the peer's DREP */
@@ -176,8 +190,7 @@ struct ofx_ep {
 	 * waiting list (ep_free, ep_reset; no EP lock held).
 	 */
 	void (*csp_detach)(struct ofx_ep *ep);
-	unsigned char csp_pdata[OFX_PDATA_COPY_MAX]; /* consumer data, kept for retries */
-	int csp_pdata_len;
+	int csp_pdata_len;		/* of csp_pdata (with req_pdata above) */
 
 	/* dat_ep_set_watermark values, DAT_WATERMARK_INFINITE when unset or spent */
 	DAT_COUNT soft_hw, hard_hw;	/* under lock */

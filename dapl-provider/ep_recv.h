@@ -6,6 +6,9 @@
 #include <infiniband/verbs.h>
 #include <dat2/udat.h>
 
+#include "progress.h"
+#include "wait.h"
+
 struct ofx_ep;
 struct ofx_pz;
 struct ofx_evd;
@@ -24,6 +27,14 @@ struct ofx_evd;
  */
 struct ofx_ep_recv {
 	const char *name;
+	/*
+	 * The variant's own state of an EP: init in dat_ep_create(_with_srq)
+	 * before the checks (a negative errno fails the call), fini when
+	 * the EP's memory goes, whether or not init ran (the provider's
+	 * tentative EP, an rq one, never runs it).
+	 */
+	int (*init)(struct ofx_ep *ep);
+	void (*fini)(struct ofx_ep *ep);
 	/*
 	 * The receive work requests of the EP's own: recv ring slots, QP
 	 * receive queue and recv CQ room (one more than max_recv_dtos, for
@@ -79,6 +90,13 @@ struct ofx_ep_recv {
 
 extern const struct ofx_ep_recv ofx_ep_rq_recv;
 extern const struct ofx_ep_recv ofx_ep_srq_recv;
+
+/* An SRQ EP's ep->lastwqe, made by the variant's init (ep_srq.c). */
+struct ofx_lastwqe {
+	_Atomic int state;		/* enum ofx_ep_lastwqe (ep.h); written under ep->lock */
+	struct ofx_timer timer;		/* bounded wait for the event */
+	struct ofx_waiter wait;		/* woken when state becomes DONE */
+};
 
 /*
  * The SRQ variant's LAST_WQE_REACHED tracking (srq.h), exported for its

@@ -17,6 +17,7 @@
 #include "wait.h"
 
 #include <errno.h>
+#include <stdlib.h>
 
 /* ---- LAST_WQE_REACHED (srq.h) ------------------------------------------- */
 
@@ -31,12 +32,12 @@ static void ep_srq_lastwqe_timeout(void *arg)
 	bool post = false;
 
 	pthread_mutex_lock(&ep->lock);
-	if (atomic_load(&ep->lastwqe) == OFX_LASTWQE_WAITING && !atomic_load(&ep->dying)) {
-		atomic_store(&ep->lastwqe, OFX_LASTWQE_DONE);
+	if (atomic_load(&ep->lastwqe->state) == OFX_LASTWQE_WAITING && !atomic_load(&ep->dying)) {
+		atomic_store(&ep->lastwqe->state, OFX_LASTWQE_DONE);
 		post = true;
 	}
 	pthread_mutex_unlock(&ep->lock);
-	ofx_waiter_wake(&ep->lastwqe_wait);
+	ofx_waiter_wake(&ep->lastwqe->wait);
 	if (post) {
 		ofx_dbg("ep %p qp 0x%x: no last-wqe event within %u ms; reporting it", (void *)ep,
 			ep->qp->qp_num, ep->obj.ia->cfg.lastwqe_timeout_ms);
@@ -53,10 +54,10 @@ static void ep_srq_conn_event(struct ofx_ep *ep, DAT_EVENT_NUMBER num)
 	    num != DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR)
 		return;
 	/* a QP that never left RESET took nothing from the SRQ */
-	if (!atomic_load(&ep->recv_live) || atomic_load(&ep->lastwqe) != OFX_LASTWQE_IDLE)
+	if (!atomic_load(&ep->recv_live) || atomic_load(&ep->lastwqe->state) != OFX_LASTWQE_IDLE)
 		return;
-	atomic_store(&ep->lastwqe, OFX_LASTWQE_WAITING);
-	ofx_progress_timer_arm(ia->progress, &ep->lastwqe_timer,
+	atomic_store(&ep->lastwqe->state, OFX_LASTWQE_WAITING);
+	ofx_progress_timer_arm(ia->progress, &ep->lastwqe->timer,
 			       ia->cfg.lastwqe_timeout_ms * 1000ull, ep_srq_lastwqe_timeout, ep);
 }
 
@@ -66,14 +67,14 @@ void ofx_ep_srq_last_wqe(struct ofx_ep *ep)
 	int prev;
 
 	pthread_mutex_lock(&ep->lock);
-	prev = atomic_exchange(&ep->lastwqe, OFX_LASTWQE_DONE);
+	prev = atomic_exchange(&ep->lastwqe->state, OFX_LASTWQE_DONE);
 	if (prev != OFX_LASTWQE_DONE && !atomic_load(&ep->dying)) {
-		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
+		ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe->timer);
 		post = true;
 	}
 	pthread_mutex_unlock(&ep->lock);
 	/* a teardown waiting in ep_srq_quiesce may go on */
-	ofx_waiter_wake(&ep->lastwqe_wait);
+	ofx_waiter_wake(&ep->lastwqe->wait);
 	ofx_dbg("ep %p qp 0x%x: last wqe reached%s", (void *)ep, ep->qp->qp_num,
 		post ? "" : " (already reported or ep being freed)");
 	if (post)
@@ -89,18 +90,18 @@ static bool ep_srq_last_wqe_event(struct ofx_ep *ep)
 
 void ofx_ep_srq_reset(struct ofx_ep *ep)
 {
-	bool was_waiting = atomic_load(&ep->lastwqe) == OFX_LASTWQE_WAITING;
+	bool was_waiting = atomic_load(&ep->lastwqe->state) == OFX_LASTWQE_WAITING;
 
 	/* a timer callback blocked on ep->lock finds IDLE and does nothing */
-	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
-	atomic_store(&ep->lastwqe, OFX_LASTWQE_IDLE);
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe->timer);
+	atomic_store(&ep->lastwqe->state, OFX_LASTWQE_IDLE);
 	if (was_waiting)
 		ep_srq_post_lastwqe(ep); /* ep->lock, then the async EVD's: in order */
 }
 
 bool ofx_ep_srq_lastwqe_pending(const struct ofx_ep *ep)
 {
-	return atomic_load(&ep->recv_live) && atomic_load(&ep->lastwqe) != OFX_LASTWQE_DONE;
+	return atomic_load(&ep->recv_live) && atomic_load(&ep->lastwqe->state) != OFX_LASTWQE_DONE;
 }
 
 /* No LAST_WQE async event may name an EP being freed (srq.h); ep->lock held. */
@@ -108,7 +109,7 @@ static void ep_srq_teardown(struct ofx_ep *ep)
 {
 	ofx_lock_assert_held(&ep->lock);
 	ofx_ep_set_dying(ep, true);
-	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe_timer);
+	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->lastwqe->timer);
 }
 
 /*
@@ -134,13 +135,33 @@ static void ep_srq_quiesce(struct ofx_ep *ep)
 	if (ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE))
 		ofx_dbg("qp 0x%x to error for teardown: %m", ep->qp->qp_num);
 	/* ofx_ep_srq_last_wqe wakes us when the event (or its timeout) marks it done */
-	if (ofx_waiter_wait(&ep->lastwqe_wait, ep_lastwqe_seen, ep,
+	if (ofx_waiter_wait(&ep->lastwqe->wait, ep_lastwqe_seen, ep,
 			    ofx_now_ns() + ia->cfg.lastwqe_timeout_ms * 1000000ull))
 		ofx_dbg("qp 0x%x: no last-wqe event within %u ms", ep->qp->qp_num,
 			ia->cfg.lastwqe_timeout_ms);
 }
 
 /* ---- the receive ops ---------------------------------------------------- */
+
+/* The LAST_WQE_REACHED tracking lives apart: no other kind of EP needs it. */
+static int ep_srq_init(struct ofx_ep *ep)
+{
+	ep->lastwqe = calloc(1, sizeof(*ep->lastwqe));
+	if (!ep->lastwqe)
+		return -ENOMEM;
+	atomic_init(&ep->lastwqe->state, OFX_LASTWQE_IDLE);
+	ofx_waiter_init(&ep->lastwqe->wait);
+	return 0;
+}
+
+static void ep_srq_fini(struct ofx_ep *ep)
+{
+	if (!ep->lastwqe)
+		return;
+	ofx_waiter_fini(&ep->lastwqe->wait);
+	free(ep->lastwqe);
+	ep->lastwqe = NULL;
+}
 
 /* An SRQ EP's receives live in the SRQ's slots: no recv ring, no CQ room of its own. */
 static int ep_srq_own_wrs(const struct ofx_ep *ep)
@@ -196,6 +217,8 @@ static void ep_srq_query(struct ofx_ep *ep, DAT_COUNT *nbufs_p, DAT_COUNT *span_
 
 const struct ofx_ep_recv ofx_ep_srq_recv = {
 	.name = "srq",
+	.init = ep_srq_init,
+	.fini = ep_srq_fini,
 	.own_wrs = ep_srq_own_wrs,
 	.check = ep_srq_check,
 	.qp_init = ep_srq_qp_init,

@@ -27,6 +27,16 @@
  * difference of the two runs cancels set-up and teardown (a client request
  * dump would hold the calling thread only).  The program checks that every
  * connection went through (exit status 1 otherwise).
+ *
+ * `cm_cost mem N` (4 < N <= 16) measures memory instead, with the EPs of
+ * dapltest-scripts/bench's scale part (send and receive depth 8): both
+ * threads make 4 connections, then N - 4 more, and keep them all up; main
+ * prints the heap the N - 4 hold per connection (mallinfo2 uordblks +
+ * hblkhd, as the scale part counts), the fake's objects in it (QPs,
+ * cm_ids), the provider's rest, and the provider's own allocations of one
+ * client and one server EP (the EP, its rings and receive segments).  The
+ * connections are then ended and freed as in the other modes.  Not under
+ * ASan, whose allocator mallinfo2 does not see.
  */
 #include "fake_verbs.h"
 
@@ -43,6 +53,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -377,10 +388,16 @@ static void set_p2p(struct side *s, bool on)
 	s->ia.p2p_default = on;
 }
 
+static bool bench_mem;
+
 static DAT_EP_HANDLE ep_new(struct side *s)
 {
 	DAT_EP_ATTR attr = fake_rc_ep_attr;
 	DAT_EP_HANDLE ep = DAT_HANDLE_NULL;
+
+	/* the queue depths of dapltest-scripts/bench's scale part */
+	if (bench_mem)
+		attr.max_recv_dtos = attr.max_request_dtos = 8;
 
 	if (ofx_ep_create(&s->ia, s->pz, s->dto_evd, s->dto_evd, s->conn_evd, &attr, &ep) !=
 	    DAT_SUCCESS)
@@ -471,6 +488,98 @@ static void server_one(void)
 	CHECK(ofx_ep_free(ep) == DAT_SUCCESS);
 }
 
+/* ---- memory mode: connections held between two rounds -------------------------- */
+
+#define MEM_WARM 4	/* connections made before the measured ones */
+
+static int mem_round;			/* 1: make and hold, 2: end and free */
+static DAT_EP_HANDLE held[2][PAIRS];	/* [0] client, [1] server, in connect order */
+static int nheld[2], nfreed[2];
+
+static void client_hold(void)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(0xc0000202) };
+	DAT_EP_HANDLE ep = ep_new(&cli);
+	DAT_EVENT ev;
+
+	CHECK(ep != DAT_HANDLE_NULL);
+	held[0][nheld[0]++] = ep;
+	CHECK(ofx_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&peer, QUAL, 20 * 1000000, sizeof(pdata),
+			     pdata, DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG) == DAT_SUCCESS);
+	if (wait_event(cli.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, ep, &ev))
+		up_wait(true);
+}
+
+static void server_hold(void)
+{
+	DAT_EP_HANDLE ep = ep_new(&srv);
+	DAT_EVENT ev;
+
+	CHECK(ep != DAT_HANDLE_NULL);
+	held[1][nheld[1]++] = ep;
+	if (wait_event(srv.cr_evd, DAT_CONNECTION_REQUEST_EVENT, NULL, &ev)) {
+		DAT_CR_HANDLE cr = ev.event_data.cr_arrival_event_data.cr_handle;
+
+		CHECK(ofx_cr_accept(cr, ep, sizeof(pdata), pdata) == DAT_SUCCESS);
+		if (wait_event(srv.conn_evd, DAT_CONNECTION_EVENT_ESTABLISHED, ep, &ev))
+			up_wait(false);
+	}
+}
+
+static void client_release(void)
+{
+	DAT_EP_HANDLE ep = held[0][nfreed[0]++];
+	DAT_EVENT ev;
+
+	CHECK(ofx_ep_disconnect(ep, DAT_CLOSE_GRACEFUL_FLAG) == DAT_SUCCESS);
+	wait_event(cli.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED, ep, &ev);
+	CHECK(ofx_ep_free(ep) == DAT_SUCCESS);
+}
+
+static void server_release(void)
+{
+	DAT_EP_HANDLE ep = held[1][nfreed[1]++];
+	DAT_EVENT ev;
+
+	wait_event(srv.conn_evd, DAT_CONNECTION_EVENT_DISCONNECTED, ep, &ev);
+	CHECK(ofx_ep_free(ep) == DAT_SUCCESS);
+}
+
+static size_t heap_in_use(void)
+{
+	struct mallinfo2 mi = mallinfo2();
+
+	return mi.uordblks + mi.hblkhd;
+}
+
+/* A heap block as mallinfo2 counts it: what malloc_usable_size sees and its size word. */
+static size_t chunk(void *p)
+{
+	return p ? malloc_usable_size(p) + sizeof(size_t) : 0;
+}
+
+/* What the provider allocated for one EP itself (see ep.h). */
+static size_t ep_own_bytes(DAT_EP_HANDLE h)
+{
+	struct ofx_ep *ep = ofx_ep_from_handle(h);
+
+	return chunk(ep) + chunk(ep->send_ring.slots) + chunk(ep->recv_ring.slots) +
+	       chunk(ep->recv_sges) + chunk(ep->lastwqe);
+}
+
+static void mem_report(size_t heap0, size_t fake0, int n)
+{
+	double heap = (double)(heap_in_use() - heap0) / n;
+	double fake = (double)(atomic_load(&fake_verbs.obj_bytes) - fake0) / n;
+
+	printf("sizeof(struct ofx_ep) %zu\n", sizeof(struct ofx_ep));
+	printf("heap per connection (client + server EP; %d more held): %.0f B\n", n, heap);
+	printf("  the fake's QPs and cm_ids                  %.0f B\n", fake);
+	printf("  the provider's                             %.0f B\n", heap - fake);
+	printf("  of it, one client EP's own allocations     %zu B\n", ep_own_bytes(held[0][0]));
+	printf("  of it, one server EP's own allocations     %zu B\n", ep_own_bytes(held[1][0]));
+}
+
 static void *side_thread(void *arg)
 {
 	void (*one)(void) = arg;
@@ -489,8 +598,14 @@ static void *side_thread(void *arg)
 		seen = run.round;
 		n = run.todo;
 		pthread_mutex_unlock(&run.lock);
-		for (int i = 0; i < n && !atomic_load(&failures); i++)
-			one();
+		for (int i = 0; i < n && !atomic_load(&failures); i++) {
+			if (!bench_mem)
+				one();
+			else if (one == client_one)
+				mem_round == 1 ? client_hold() : client_release();
+			else
+				mem_round == 1 ? server_hold() : server_release();
+		}
 		pthread_mutex_lock(&run.lock);
 		run.done++;
 		pthread_cond_broadcast(&run.cond);
@@ -516,6 +631,8 @@ static int bench_n = 10;
 static void bench_run(void)
 {
 	fake_verbs_install();
+	if (bench_mem)	/* one DTO EVD for 16 depth-8 EPs a side */
+		fake_verbs.cq_max = 1024;
 	net_install();
 	memset(pdata, 0x5a, sizeof(pdata));
 	net.cli_addr = (struct sockaddr_in){ .sin_family = AF_INET,
@@ -535,6 +652,19 @@ static void bench_run(void)
 
 	set_p2p(&cli, bench_p2p);
 	set_p2p(&srv, bench_p2p);
+	if (bench_mem) {
+		/* the first connections' one-time costs (a thread's first malloc) cancel */
+		size_t heap0, fake0;
+
+		mem_round = 1;
+		round_run(MEM_WARM);
+		heap0 = heap_in_use();
+		fake0 = atomic_load(&fake_verbs.obj_bytes);
+		round_run(bench_n - MEM_WARM);
+		if (!atomic_load(&failures))
+			mem_report(heap0, fake0, bench_n - MEM_WARM);
+		mem_round = 2;
+	}
 	round_run(bench_n);
 
 	pthread_mutex_lock(&run.lock);
@@ -561,13 +691,16 @@ int main(int argc, char **argv)
 	CU_pSuite suite;
 	int bad;
 
-	if (argc > 1)
+	if (argc > 1) {
 		bench_p2p = !strcmp(argv[1], "on");
+		bench_mem = !strcmp(argv[1], "mem");
+	}
 	if (argc > 2)
 		bench_n = atoi(argv[2]);
-	if ((argc > 1 && !bench_p2p && strcmp(argv[1], "off")) || bench_n <= 0 ||
-	    bench_n > 100000) {
-		fprintf(stderr, "usage: cm_cost [off|on [N]]\n");
+	if ((argc > 1 && !bench_p2p && !bench_mem && strcmp(argv[1], "off")) || bench_n <= 0 ||
+	    bench_n > (bench_mem ? PAIRS : 100000) || (bench_mem && bench_n <= MEM_WARM)) {
+		fprintf(stderr, "usage: cm_cost [off|on [N]] | cm_cost mem [%d < N <= %d]\n",
+			MEM_WARM, PAIRS);
 		return 2;
 	}
 	if (getenv("CM_COST_DEBUG"))	/* the provider's debug log on stderr */

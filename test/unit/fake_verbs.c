@@ -11,6 +11,7 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <malloc.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -40,6 +41,7 @@ void *fake_obj_new(enum fake_kind kind, size_t size, struct ibv_context *ctx)
 	struct fake_obj *obj = calloc(1, size);
 
 	CU_ASSERT_FATAL(obj != NULL);
+	atomic_fetch_add(&fake_verbs.obj_bytes, malloc_usable_size(obj) + sizeof(size_t));
 	obj->kind = kind;
 	obj->ctx = ctx;
 	pthread_mutex_lock(&fake_verbs.lock);
@@ -69,6 +71,7 @@ void fake_obj_close(struct fake_obj *obj)
 void fake_obj_destroy(struct fake_obj *obj)
 {
 	fake_obj_close(obj);
+	atomic_fetch_sub(&fake_verbs.obj_bytes, malloc_usable_size(obj) + sizeof(size_t));
 	free(obj);
 }
 

@@ -144,6 +144,8 @@ struct fake_verbs {
 	/* CUnit is not thread-safe: helper threads count failures, the test asserts them */
 	atomic_uint write_failures;
 	int pds, mrs, mws, qps, srqs, cqs, xrcds, channels;	/* live objects */
+	/* heap of the live objects (malloc_usable_size + 8: chunks, as mallinfo2 counts) */
+	atomic_size_t obj_bytes;
 	int posts;		/* send, receive, SRQ receive and bind calls that reached it */
 	uint64_t last_recv_wr_id;	/* of the last receive posted on a QP */
 	int binds;		/* bind calls that reached it */

@@ -171,6 +171,20 @@ static DAT_LMR_TRIPLET iov_of(const struct fixture *f, DAT_VLEN len)
 	return iov;
 }
 
+/* A fresh test with one EP of depth 4 on a 16-entry EVD (ended by fixture_end). */
+static struct ofx_ep *fixture_begin(struct fixture *f)
+{
+	setup();
+	fixture_init(f, 16, 4);
+	return ofx_ep_from_handle(f->ep);
+}
+
+static void fixture_end(struct fixture *f)
+{
+	fixture_fini(f);
+	teardown();
+}
+
 /* The EP's QP goes live (INIT) as an accept would make it. */
 static int go_live(struct ofx_ep *ep, bool rtr_recv_first)
 {
@@ -259,16 +273,57 @@ static void test_rtr_receive_is_one_empty_segment(void)
 	teardown();
 
 	/* the RTR's own receive, alone */
-	setup();
-	fixture_init(&f, 16, 4);
-	ep = ofx_ep_from_handle(f.ep);
+	ep = fixture_begin(&f);
 	CU_ASSERT_EQUAL(go_live(ep, true), 0);
 	CU_ASSERT_EQUAL(dev.recvs, 1);
 	CU_ASSERT_EQUAL(dev.recv.num_sge, 1);
 	CU_ASSERT_EQUAL(dev.recv_sge.length, 0);
 	CU_ASSERT_EQUAL(dev.recv.wr_id, (uintptr_t)&ep->rtr_cookie);
-	fixture_fini(&f);
-	teardown();
+	fixture_end(&f);
+}
+
+/*
+ * A receive posted before the QP can take it keeps a copy of its segments
+ * (the consumer's list may be gone by then), made with the first one held;
+ * an EP whose receives all go straight to the QP makes none (memory per EP).
+ */
+static void test_held_receives_keep_their_segments(void)
+{
+	struct fixture f;
+	struct ofx_ep *ep;
+	DAT_LMR_TRIPLET iov;
+
+	ep = fixture_begin(&f);
+	CU_ASSERT_PTR_NULL(ep->recv_sges);
+	CU_ASSERT_PTR_NULL(ep->lastwqe);	/* an SRQ EP's alone */
+	iov = iov_of(&f, 100);
+	CU_ASSERT_EQUAL(ofx_ep_post_recv(f.ep, 1, &iov, cookie(1), DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	CU_ASSERT_PTR_NOT_NULL(ep->recv_sges);
+	iov = iov_of(&f, 200);
+	CU_ASSERT_EQUAL(ofx_ep_post_recv(f.ep, 1, &iov, cookie(2), DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	iov.segment_length = 1;		/* the consumer reuses its list */
+	CU_ASSERT_EQUAL(dev.recvs, 0);
+	CU_ASSERT_EQUAL(go_live(ep, false), 0);
+	CU_ASSERT_EQUAL(dev.recvs, 2);
+	CU_ASSERT_EQUAL(dev.recv.num_sge, 1);
+	CU_ASSERT_EQUAL(dev.recv_sge.length, 200);	/* the second, as posted */
+	CU_ASSERT_EQUAL(dev.recv_sge.lkey, f.lkey);
+	CU_ASSERT_EQUAL(dev.recv.wr_id, (uintptr_t)&ep->recv_ring.slots[1]);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ep->recv_ring), 2);
+	fixture_end(&f);
+
+	/* live before the first receive: nothing to keep */
+	ep = fixture_begin(&f);
+	CU_ASSERT_EQUAL(go_live(ep, false), 0);
+	iov = iov_of(&f, 300);
+	CU_ASSERT_EQUAL(ofx_ep_post_recv(f.ep, 1, &iov, cookie(3), DAT_COMPLETION_DEFAULT_FLAG),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(dev.recvs, 1);
+	CU_ASSERT_EQUAL(dev.recv_sge.length, 300);
+	CU_ASSERT_PTR_NULL(ep->recv_sges);
+	fixture_end(&f);
 }
 
 /*
@@ -493,6 +548,8 @@ CU_TestInfo ofx_test_siw[] = {
 	  test_post_refused_with_negative_errno_is_an_error },
 	{ "the rtr receive is one empty segment, ahead of held receives",
 	  test_rtr_receive_is_one_empty_segment },
+	{ "held receives keep their segments, made with the first one held",
+	  test_held_receives_keep_their_segments },
 	{ "reset after disconnect renews the qp and drops what the old one held",
 	  test_reset_after_disconnect_renews_the_qp },
 	{ "an evd without cq resize moves to a bigger cq and polls both",

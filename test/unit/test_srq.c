@@ -507,6 +507,7 @@ static void test_last_wqe_is_reported_once_per_connection(void)
 	evd = dto_evd_new();
 	CU_ASSERT_FATAL(ofx_evd_create_internal(&ia, 8, DAT_EVD_CONNECTION_FLAG, &conn) == 0);
 	a = srq_ep_new(srq, evd);
+	CU_ASSERT_PTR_NOT_NULL_FATAL(a->lastwqe);
 	a->conn_evd = conn;
 	atomic_store(&a->recv_live, true);	/* as after connect or accept */
 
@@ -514,7 +515,7 @@ static void test_last_wqe_is_reported_once_per_connection(void)
 	pthread_mutex_lock(&a->lock);
 	ofx_ep_conn_report(a, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_DISCONNECTED, false);
 	pthread_mutex_unlock(&a->lock);
-	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe), OFX_LASTWQE_WAITING);
+	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe->state), OFX_LASTWQE_WAITING);
 	CU_ASSERT_EQUAL(ofx_evd_dequeue(conn, &ev), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ev.event_number, DAT_CONNECTION_EVENT_DISCONNECTED);
 
@@ -527,7 +528,7 @@ static void test_last_wqe_is_reported_once_per_connection(void)
 	pthread_mutex_lock(&a->lock);
 	ofx_ep_conn_report(a, OFX_EP_DISCONNECTED, DAT_CONNECTION_EVENT_BROKEN, false);
 	pthread_mutex_unlock(&a->lock);
-	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe), OFX_LASTWQE_DONE);
+	CU_ASSERT_EQUAL(atomic_load(&a->lastwqe->state), OFX_LASTWQE_DONE);
 	CU_ASSERT_FALSE(ofx_ep_srq_lastwqe_pending(a));
 
 	/* reset: the next connection reports again, and never for a dying EP */
