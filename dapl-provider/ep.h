@@ -141,7 +141,7 @@ struct ofx_ep {
 	struct ofx_cookie rtr_cookie;	/* the RTR send or recv (ofx_ep_rtr_cookie) */
 	bool rtr_arrived;		/* passive: the peer's RTR completed */
 	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
-	struct ofx_timer rtr_timer;	/* passive: the deadline of the RTR wait */
+	struct ofx_timer rtr_timer;	/* passive: the RTR wait's first look, then its deadline */
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
 	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */
 
