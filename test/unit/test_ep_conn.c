@@ -19,7 +19,6 @@
 #include <errno.h>
 #include <sched.h>
 #include <string.h>
-#include <time.h>
 
 /*
  * The EP connection life cycle, driven through the DAT calls and rdma_cm
@@ -1057,14 +1056,6 @@ static void rtr_push(struct fixture *f, struct ofx_evd *recv)
 	fake_cq_push(recv, &rtr);
 }
 
-static uint64_t mono_us(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (uint64_t)ts.tv_sec * 1000000 + (uint64_t)ts.tv_nsec / 1000;
-}
-
 /*
  * Nobody polls the recv CQ (the consumer waits for ESTABLISHED) and the RTR
  * is not in yet at the CM's ESTABLISHED: the progress thread's first look
@@ -1082,8 +1073,8 @@ static void test_passive_rtr_completion_wakes_the_progress_thread(void)
 	fake_cm_deliver(&ia);
 	CU_ASSERT_EQUAL(f.e->state, OFX_EP_RTR_WAIT);
 	/* the first look runs on the progress thread */
-	deadline = mono_us() + 10 * 1000 * 1000;
-	while (!fake_cq_armed(recv->cq) && mono_us() < deadline)
+	deadline = ofx_now_ns() + 10 * 1000000000ull;
+	while (!fake_cq_armed(recv->cq) && ofx_now_ns() < deadline)
 		sched_yield();
 	ofx_progress_barrier(ia.progress);
 	CU_ASSERT_TRUE(f.e->rtr_watch);
