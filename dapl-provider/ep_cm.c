@@ -792,22 +792,19 @@ static void rtr_timer_run(void *arg)
 	struct ofx_ep *ep = arg;
 	struct ofx_ia *ia = ep->obj.ia;
 	bool watched = false;
-	uint64_t now;
 
 	/* the RTR before ESTABLISHED, or one the ring had no room for */
 	if (ep->recv_evd)
 		ofx_evd_drain_cq(ep->recv_evd);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state == OFX_EP_RTR_WAIT && !ep->rtr_arrived) {
-		now = ofx_now_ns();
-		if (now >= ep->rtr_deadline_ns) {
+		if (ofx_now_ns() >= ep->rtr_deadline_ns) {
 			ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
 			ofx_ep_conn_broken(ep, "no rtr from the peer in time");
 		} else {
 			watched = rtr_watch_start(ep);
-			ofx_progress_timer_arm(ia->progress, &ep->rtr_timer,
-					       (ep->rtr_deadline_ns - now + 999) / 1000,
-					       rtr_timer_run, ep);
+			ofx_progress_timer_arm_at(ia->progress, &ep->rtr_timer,
+						  ep->rtr_deadline_ns, rtr_timer_run, ep);
 		}
 	}
 	pthread_mutex_unlock(&ep->lock);
@@ -828,7 +825,7 @@ static void rtr_wait_start(struct ofx_ep *ep)
 	struct ofx_ia *ia = ep->obj.ia;
 
 	ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
-	ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
+	ofx_progress_timer_arm_at(ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
 }
 
 static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
