@@ -623,8 +623,6 @@ bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_i
 
 /* ---- passive side -------------------------------------------------------- */
 
-static int rtr_wait_start(struct ofx_ep *ep);
-
 static int build_rep_pdata(struct ofx_ep *ep, const struct ofx_conn_req *req, const void *pdata,
 			   int len, unsigned char *out, size_t out_max)
 {
@@ -727,12 +725,6 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 		if (ret)
 			goto err_reset;
 	}
-	/* before the REP: the RTR cannot complete unwatched */
-	if (ep->p2p && ep->rtr == OFX_RTR_SEND) {
-		ret = rtr_wait_start(ep);
-		if (ret)
-			goto err_reset;
-	}
 	/* from here on, events of this id belong to the EP */
 	prev = req->cm_id->context;
 	ep->cm_id = req->cm_id;
@@ -769,18 +761,44 @@ err_reset: {
 	return ret;
 }
 
-/* rtr_timer: the RTR wait's deadline passed, or the peer hung up (rtr_wait_hung_up). */
-static void rtr_expired(void *arg)
+/*
+ * The passive SEND-RTR EP's progress-thread watch of its recv CQ's channel
+ * (ofx_evd_watch_channel), held until the RTR is in (EP lock held).  true:
+ * it started now, so the caller drains once more, unlocked: an RTR that
+ * completed before the arm raised no event.  A failed arm leaves the RTR to
+ * the consumer's own drain or the deadline's (rtr_timer_run): late, not lost.
+ */
+static bool rtr_watch_start(struct ofx_ep *ep)
+{
+	if (ep->rtr_watch || !ep->recv_evd)
+		return false;
+	if (ofx_evd_watch_channel(ep->recv_evd)) {
+		ofx_err("ep %p: the rtr's completion will not wake the progress thread", (void *)ep);
+		return false;
+	}
+	ep->rtr_watch = true;
+	return true;
+}
+
+/*
+ * rtr_timer.  Its first run comes right after the rdma_cm ESTABLISHED
+ * (rtr_wait_start): the RTR usually beat it and sits in the CQ, which this
+ * drain hands to the EP (ofx_ep_dto_notify), so no channel round trip was
+ * needed.  Else it starts the channel watch and runs again at the deadline,
+ * which is BROKEN unless the RTR came.  Completions found on the way stay
+ * queued for the consumer.
+ */
+static void rtr_timer_run(void *arg)
 {
 	struct ofx_ep *ep = arg;
 	struct ofx_ia *ia = ep->obj.ia;
+	bool watched = false;
 
-	/* a completion the ring had no room for may still sit in the CQ */
+	/* the RTR before ESTABLISHED, or one the ring had no room for */
 	if (ep->recv_evd)
 		ofx_evd_drain_cq(ep->recv_evd);
 	pthread_mutex_lock(&ep->lock);
-	if ((ep->state == OFX_EP_RTR_WAIT || ep->state == OFX_EP_COMPLETION_PENDING) &&
-	    !ep->rtr_arrived && ofx_now_ns() >= ep->rtr_deadline_ns) {
+	if (ep->state == OFX_EP_RTR_WAIT && !ep->rtr_arrived) {
 		if (ep->rtr_peer_gone) {
 			/* rtr_wait_hung_up: no RTR in the CQ, the connection never was */
 			ofx_info("ep %p qp 0x%x: the peer hung up before its rtr", (void *)ep,
@@ -788,12 +806,34 @@ static void rtr_expired(void *arg)
 			ep->pdata_len = 0;
 			ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED,
 					   DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, false);
-		} else {
+		} else if (ofx_now_ns() >= ep->rtr_deadline_ns) {
 			ofx_info("ep %p: rtr_timeout_ms is %u", (void *)ep, ia->cfg.rtr_timeout_ms);
 			ofx_ep_conn_broken(ep, "no rtr from the peer in time");
+		} else {
+			watched = rtr_watch_start(ep);
+			ofx_progress_timer_arm_at(ia->progress, &ep->rtr_timer,
+						  ep->rtr_deadline_ns, rtr_timer_run, ep);
 		}
 	}
 	pthread_mutex_unlock(&ep->lock);
+	if (watched)
+		ofx_evd_drain_cq(ep->recv_evd);
+}
+
+/*
+ * A passive SEND-RTR EP is up at the CM, its RTR not seen yet: the consumer
+ * may not be polling the recv CQ (it waits for ESTABLISHED on the
+ * connection EVD), so rtr_timer looks there at once (rtr_timer_run); armed
+ * in the progress thread, which runs this, it costs no wake.  The deadline
+ * counts from here: before ESTABLISHED the CM's own timeouts end the
+ * accept.  ofx_ep_conn_rtr_wait_end ends the timer and the watch.
+ */
+static void rtr_wait_start(struct ofx_ep *ep)
+{
+	struct ofx_ia *ia = ep->obj.ia;
+
+	ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
+	ofx_progress_timer_arm_at(ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
 }
 
 /*
@@ -817,34 +857,7 @@ static void rtr_wait_hung_up(struct ofx_ep *ep)
 	ep->rtr_peer_gone = true;
 	ofx_verbs->disconnect(ep->cm_id);
 	qp_to_error(ep);
-	ep->rtr_deadline_ns = ofx_now_ns();
-	ofx_progress_timer_arm(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_expired, ep);
-}
-
-/*
- * A passive SEND-RTR EP waits for the RTR receive to complete on its recv
- * CQ, which the consumer may not be polling (it waits for ESTABLISHED on
- * the connection EVD).  Meanwhile the progress thread watches that CQ's
- * completion channel (ofx_evd_watch_channel): the RTR's completion wakes it and
- * reaches this EP through the drain (ofx_ep_dto_notify); completions found
- * on the way stay queued for the consumer.  rtr_timer is the deadline
- * only.  ofx_ep_conn_rtr_wait_end ends both.
- */
-static int rtr_wait_start(struct ofx_ep *ep)
-{
-	struct ofx_ia *ia = ep->obj.ia;
-	int ret;
-
-	if (ep->recv_evd) {
-		ret = ofx_evd_watch_channel(ep->recv_evd);
-		if (ret)
-			return ret;
-		ep->rtr_watch = true;
-	}
-	ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
-	ofx_progress_timer_arm(ia->progress, &ep->rtr_timer, ia->cfg.rtr_timeout_ms * 1000ull,
-			       rtr_expired, ep);
-	return 0;
+	ofx_progress_timer_arm_at(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
 }
 
 static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
@@ -853,9 +866,11 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 	case RDMA_CM_EVENT_ESTABLISHED:
 		ep->cm_established = true;
 		if (ep->p2p) {
-			/* connected now if the RTR is in, else by its completion (rtr_wait_start) */
+			/* connected now if the RTR is in, else once it is (rtr_wait_start) */
 			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
 			ofx_ep_conn_p2p_maybe_established(ep);
+			if (ep->state == OFX_EP_RTR_WAIT)
+				rtr_wait_start(ep);
 			return;
 		}
 		ofx_dbg("ep %p qp 0x%x established (passive)", (void *)ep, ofx_ep_qp_num(ep));

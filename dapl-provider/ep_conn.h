@@ -44,8 +44,9 @@ void ofx_ep_conn_broken(struct ofx_ep *ep, const char *why);
 void ofx_ep_conn_teardown(struct ofx_ep *ep);
 
 /*
- * A passive SEND-RTR EP waits for the peer's RTR (ep_cm.c starts it with
- * ofx_evd_watch_channel and the rtr_timer deadline).  Ends it: the timer and
+ * A passive SEND-RTR EP waits for the peer's RTR (ep_cm.c starts it at the
+ * rdma_cm ESTABLISHED: rtr_timer, then ofx_evd_watch_channel if the RTR is
+ * not in the CQ yet).  Ends it: the timer and
  * the watch go.  Every move out of the pending states calls it (report,
  * teardown); so do reset and disconnect.  Idempotent; EP lock held.
  */

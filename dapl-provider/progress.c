@@ -396,18 +396,16 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd)
 	return ret;
 }
 
-void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
-			    uint64_t timeout_us, ofx_timer_fn fn, void *arg)
+void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
+			       uint64_t deadline, ofx_timer_fn fn, void *arg)
 {
 	struct ofx_list *pos;
-	uint64_t deadline;
 	bool first;
 
 	if (!prog) {
 		ofx_dbg("timer %p armed without a progress engine: ignored", (void *)t);
 		return;
 	}
-	deadline = ofx_now_ns() + timeout_us * 1000;
 
 	pthread_mutex_lock(&prog->lock);
 	if (atomic_load_explicit(&t->armed, memory_order_relaxed))

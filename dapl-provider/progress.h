@@ -54,8 +54,18 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd);
  * nothing due and sleeps on): a connection arms and cancels several
  * timers that almost never fire.
  */
-void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
-			    uint64_t timeout_us, ofx_timer_fn fn, void *arg);
+void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
+			       uint64_t deadline_ns, ofx_timer_fn fn, void *arg);
+/* CLOCK_MONOTONIC in ns */
+uint64_t ofx_now_ns(void);
+
+/* At CLOCK_MONOTONIC `deadline_ns` (ofx_now_ns) above; 0 or a past one: due now. */
+static inline void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_timer *t,
+					  uint64_t timeout_us, ofx_timer_fn fn, void *arg)
+{
+	/* no engine: the arm says so, the clock need not be read */
+	ofx_progress_timer_arm_at(prog, t, prog ? ofx_now_ns() + timeout_us * 1000 : 0, fn, arg);
+}
 bool ofx_progress_timer_cancel_armed(struct ofx_progress *prog, struct ofx_timer *t);
 
 /* Most timers a connection cancels were never armed, or fired: no call then. */
@@ -78,7 +88,6 @@ void ofx_progress_barrier(struct ofx_progress *prog);
 /* True if the caller is the progress thread of `prog`. */
 bool ofx_progress_in_thread(const struct ofx_progress *prog);
 
-uint64_t ofx_now_ns(void);
 /* poll() timeout in ms until the CLOCK_MONOTONIC `deadline` (UINT64_MAX = none):
  * -1 for none, 0 once expired, else rounded up so a wait never ends early. */
 int ofx_poll_timeout_ms(uint64_t deadline);

@@ -18,6 +18,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <pthread.h>
+#include <sched.h>
 #include <string.h>
 
 /*
@@ -1029,45 +1030,97 @@ static void test_passive_p2p_rtr_then_established(void)
 	passive_send_rtr(true);
 }
 
-/*
- * Nobody polls the recv CQ (the consumer waits for ESTABLISHED): the RTR's
- * completion wakes the progress thread through the CQ's completion channel,
- * which is watched from the accept until the RTR is in and not after.
- */
-static void test_passive_rtr_completion_wakes_the_progress_thread(void)
+/* iWARP, progress thread running: a SEND-RTR request accepted, nothing after. */
+static struct ofx_evd *p2p_send_accepted(struct fixture *f, struct passive *p)
 {
-	struct ibv_wc rtr = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
-	struct fixture f;
-	struct passive p;
-	struct ofx_evd *recv;
 	unsigned char req[64];
 	int n;
 
-	setup(&f, OFX_TRANSPORT_IWARP);
+	setup(f, OFX_TRANSPORT_IWARP);
 	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
-	recv = f.e->recv_evd;
 	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
 	CU_ASSERT_FATAL(n > 0);
-	request_arrives(&f, &p, req, n);
-	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
-	/* watched and armed before the REP went out */
+	request_arrives(f, p, req, n);
+	CU_ASSERT_EQUAL(ofx_cr_accept(p->cr, f->ep, 0, NULL), DAT_SUCCESS);
+	/* nothing of the wait before the CM's ESTABLISHED: no timer, no watch, no arm */
+	CU_ASSERT_FALSE(atomic_load(&f->e->rtr_timer.armed));
+	CU_ASSERT_FALSE(f->e->rtr_watch);
+	CU_ASSERT_EQUAL(f->e->recv_evd->channel_watchers, 0);
+	CU_ASSERT_FALSE(fake_cq_armed(f->e->recv_evd->cq));
+	return f->e->recv_evd;
+}
+
+static void rtr_push(struct fixture *f, struct ofx_evd *recv)
+{
+	struct ibv_wc rtr = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
+
+	rtr.wr_id = (uintptr_t)&f->e->rtr_cookie;
+	rtr.qp_num = f->e->qp->qp_num;
+	fake_cq_push(recv, &rtr);
+}
+
+/*
+ * Nobody polls the recv CQ (the consumer waits for ESTABLISHED) and the RTR
+ * is not in yet at the CM's ESTABLISHED: the progress thread's first look
+ * finds the CQ empty and watches its completion channel, and the RTR's
+ * completion wakes it; the watch lasts until the RTR is in and not after.
+ */
+static void test_passive_rtr_completion_wakes_the_progress_thread(void)
+{
+	struct fixture f;
+	struct passive p;
+	struct ofx_evd *recv = p2p_send_accepted(&f, &p);
+	uint64_t deadline;
+
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(f.e->state, OFX_EP_RTR_WAIT);
+	/* the first look runs on the progress thread */
+	deadline = ofx_now_ns() + 10 * 1000000000ull;
+	while (!fake_cq_armed(recv->cq) && ofx_now_ns() < deadline)
+		sched_yield();
+	ofx_progress_barrier(ia.progress);
 	CU_ASSERT_TRUE(f.e->rtr_watch);
 	CU_ASSERT_EQUAL(recv->channel_watchers, 1);
 	CU_ASSERT_TRUE(recv->channel_watched);
 	CU_ASSERT_TRUE(fake_cq_armed(recv->cq));
-	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
-	fake_cm_deliver(&ia);
-	CU_ASSERT_EQUAL(f.e->state, OFX_EP_RTR_WAIT);
+	CU_ASSERT_TRUE(atomic_load(&f.e->rtr_timer.armed));	/* now the deadline */
 	expect_no_event(&f);
 
-	rtr.wr_id = (uintptr_t)&f.e->rtr_cookie;
-	rtr.qp_num = f.e->qp->qp_num;
-	fake_cq_push(recv, &rtr);
+	rtr_push(&f, recv);
 	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
 	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
 	CU_ASSERT_FALSE(f.e->rtr_watch);
 	CU_ASSERT_EQUAL(recv->channel_watchers, 0);
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
 	/* the watch itself goes at the handler's next run or with the EVD (teardown) */
+	passive_done(&p);
+	teardown(&f);
+}
+
+/*
+ * The usual order: the RTR completed before the CM's ESTABLISHED, unpolled.
+ * The progress thread's first look after ESTABLISHED drains it: connected
+ * with no channel watch and no arm of the CQ at all.
+ */
+static void test_passive_rtr_before_established_needs_no_watch(void)
+{
+	struct fixture f;
+	struct passive p;
+	struct ofx_evd *recv = p2p_send_accepted(&f, &p);
+
+	rtr_push(&f, recv);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
+	ofx_progress_barrier(ia.progress);
+	CU_ASSERT_FALSE(f.e->rtr_watch);
+	CU_ASSERT_EQUAL(recv->channel_watchers, 0);
+	CU_ASSERT_FALSE(fake_cq_armed(recv->cq));
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	CU_ASSERT_EQUAL(recv->count, 0);	/* the RTR is never a DTO event */
+	expect_no_event(&f);
 	passive_done(&p);
 	teardown(&f);
 }
@@ -1414,7 +1467,8 @@ static uint64_t p2p_send_rtr_accepted(struct fixture *f, struct passive *p)
 	request_arrives(f, p, req, n);
 	CU_ASSERT_EQUAL(ofx_cr_accept(p->cr, f->ep, 0, NULL), DAT_SUCCESS);
 	CU_ASSERT_TRUE(f->e->p2p);
-	CU_ASSERT_TRUE(f->e->rtr_watch);
+	/* nothing watches the CQ before the rdma_cm ESTABLISHED (rtr_wait_start) */
+	CU_ASSERT_FALSE(f->e->rtr_watch);
 	/* the held receive went in after the RTR's */
 	CU_ASSERT_NOT_EQUAL(fake_verbs.last_recv_wr_id, (uintptr_t)&f->e->rtr_cookie);
 	return fake_verbs.last_recv_wr_id;
@@ -1592,6 +1646,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "p2p passive: the RTR, then ESTABLISHED", test_passive_p2p_rtr_then_established },
 	{ "p2p passive: the RTR's completion wakes the progress thread",
 	  test_passive_rtr_completion_wakes_the_progress_thread },
+	{ "p2p passive: an RTR before ESTABLISHED needs no channel watch",
+	  test_passive_rtr_before_established_needs_no_watch },
 	{ "p2p passive: WRITE RTR needs no receive", test_passive_p2p_write_rtr_needs_no_receive },
 	{ "p2p: a read RTR gets a read depth", test_read_rtr_gets_a_read_depth },
 	{ "p2p: siw grants a write RTR for a read", test_siw_grants_a_write_rtr_for_a_read },

@@ -322,6 +322,40 @@ static pid_t unit_engine_thread(void)
 	return tid;
 }
 
+/*
+ * An absolute deadline: 0 (or a past one) is due at once, ahead of a timer
+ * due later; a future one never fires early.
+ */
+static void test_absolute_deadlines(void)
+{
+	struct ofx_progress *prog;
+	struct timer_log log;
+	struct timer_ctx later = { .id = 1 }, now = { .id = 2 }, at = { .id = 3 };
+	uint64_t start;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	timer_log_init(&log, prog);
+	later.log = now.log = at.log = &log;
+
+	start = ofx_now_ns();
+	ofx_progress_timer_arm(prog, &later.timer, 120000000, timer_fn, &later);
+	ofx_progress_timer_arm_at(prog, &now.timer, 0, timer_fn, &now);
+	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+	ofx_progress_timer_arm_at(prog, &at.timer, ofx_now_ns() + 40000000ull, timer_fn, &at);
+	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+	pthread_mutex_lock(&log.lock);
+	CU_ASSERT_EQUAL(log.n, 2);
+	CU_ASSERT_EQUAL(log.order[0], 2);
+	CU_ASSERT_EQUAL(log.order[1], 3);
+	CU_ASSERT(log.at_ns[1] >= start + 40000000ull);
+	pthread_mutex_unlock(&log.lock);
+	CU_ASSERT_TRUE(later.timer.armed);
+	CU_ASSERT_TRUE(ofx_progress_timer_cancel(prog, &later.timer));
+
+	ofx_progress_stop(prog);
+	timer_log_fini(&log);
+}
+
 static void test_rearming_moves_the_deadline(void)
 {
 	struct ofx_progress *prog;
@@ -528,6 +562,7 @@ CU_TestInfo ofx_test_progress[] = {
 	  test_timers_fire_in_deadline_order_within_a_bound },
 	{ "cancel prevents firing", test_cancel_prevents_firing },
 	{ "re-arming moves the deadline", test_rearming_moves_the_deadline },
+	{ "absolute deadlines: 0 is due at once", test_absolute_deadlines },
 	{ "a cancelled earliest timer still lets the next one fire",
 	  test_cancelled_head_still_lets_the_next_fire },
 	{ "barrier waits for the running callback", test_barrier_waits_for_the_running_callback },
