@@ -255,6 +255,22 @@ static int ep_req_cqes(const struct ofx_ep *ep)
 }
 
 /*
+ * The reservation in the receive EVD: with one EVD for both queues (as
+ * dtestcm and most consumers have it), the request side's too, so that
+ * create and free take that EVD's lock once.
+ */
+static int ep_recv_evd_cqes(const struct ofx_ep *ep)
+{
+	return ep_recv_cqes(ep) + (ep->req_evd == ep->recv_evd ? ep_req_cqes(ep) : 0);
+}
+
+/* Whether the request EVD holds a reservation of its own (ep_recv_evd_cqes). */
+static bool ep_req_evd_apart(const struct ofx_ep *ep)
+{
+	return ep->req_evd && ep->req_evd != ep->recv_evd;
+}
+
+/*
  * References to the PZ and EVDs, and room in the EVDs' CQs for every
  * completion the EP can have outstanding.  Taken before the QP is created,
  * which must land on a CQ that already counts it (ofx_evd_reserve_cqes).
@@ -265,15 +281,15 @@ static int ep_take_refs(struct ofx_ep *ep)
 	int ret;
 
 	if (ep->recv_evd) {
-		ret = ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+		ret = ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_evd_cqes(ep));
 		if (ret)
 			return ret;
 	}
-	if (ep->req_evd) {
+	if (ep_req_evd_apart(ep)) {
 		ret = ofx_evd_reserve_cqes(ep->req_evd, ep_req_cqes(ep));
 		if (ret) {
 			if (ep->recv_evd)
-				ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+				ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_evd_cqes(ep));
 			return ret;
 		}
 	}
@@ -293,11 +309,12 @@ static void ep_drop_refs(struct ofx_ep *ep)
 	if (ep->pz)
 		atomic_fetch_sub(&ep->pz->refs, 1);
 	if (ep->recv_evd) {
-		ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+		ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_evd_cqes(ep));
 		ofx_evd_put(ep->recv_evd);
 	}
 	if (ep->req_evd) {
-		ofx_evd_unreserve_cqes(ep->req_evd, ep_req_cqes(ep));
+		if (ep_req_evd_apart(ep))
+			ofx_evd_unreserve_cqes(ep->req_evd, ep_req_cqes(ep));
 		ofx_evd_put(ep->req_evd);
 	}
 	if (ep->conn_evd)
