@@ -180,10 +180,12 @@ void ofx_ep_set_qp(struct ofx_ep *ep, struct ibv_qp *qp)
 static int ep_create_qp(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
+	struct ibv_cq *send_cq = ofx_evd_qp_cq(ia, ep->req_evd);
 	struct ibv_qp_init_attr_ex init = {
 		.qp_context = ep,
-		.send_cq = ofx_evd_qp_cq(ia, ep->req_evd),
-		.recv_cq = ofx_evd_qp_cq(ia, ep->recv_evd),
+		.send_cq = send_cq,
+		/* one EVD for both queues: its CQ read once (under its lock) */
+		.recv_cq = ep->recv_evd == ep->req_evd ? send_cq : ofx_evd_qp_cq(ia, ep->recv_evd),
 		.cap = {
 			/* +1: room for the provider's RTR on either queue */
 			.max_send_wr = ep->attr.max_request_dtos + 1,

@@ -490,32 +490,43 @@ DAT_RETURN ofx_evd_clear_unwaitable(DAT_EVD_HANDLE h)
 }
 
 /*
- * The ring slot for a new event (locks evd->lock; NULL, unlocked, when the
- * ring is full: the event `num` is dropped as ofx_evd_post says).  The
- * caller fills the slot in place, one copy of a DAT_EVENT (120 bytes) fewer
- * than building it on the stack, then calls evd_post_commit.
+ * A full ring drops the event `num` (evd->lock held; unlocks): the async
+ * EVD becomes unusable, any other reports the overflow on the async EVD.
+ * Out of line: evd_post_slot is inlined into every poster without it.
  */
-static DAT_EVENT *evd_post_slot(struct ofx_evd *evd, DAT_EVENT_NUMBER num)
+static __attribute__((noinline, cold)) void evd_post_overflow(struct ofx_evd *evd,
+							    DAT_EVENT_NUMBER num)
 {
 	struct ofx_ia *ia = evd->obj.ia;
+	bool is_async = ia && evd == ia->async_evd;
+	DAT_COUNT qlen = evd->qlen;
+
+	if (is_async) {
+		/* Nobody to tell: the async EVD becomes unusable. */
+		evd->catastrophic = true;
+		evd_fast_path_update(evd);	/* the dequeue's slow path refuses */
+		evd_wake_locked(evd);
+	}
+	pthread_mutex_unlock(&evd->lock);
+	ofx_warn("evd %p full (qlen %d): event 0x%x dropped%s", (void *)evd, qlen,
+		 (unsigned int)num, is_async ? ", async evd now unusable" : "");
+	if (!is_async && ia)
+		ofx_ia_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd);
+}
+
+/*
+ * The ring slot for a new event (locks evd->lock; NULL, unlocked, when the
+ * ring is full: evd_post_overflow).  The caller fills the slot in place,
+ * one copy of a DAT_EVENT (120 bytes) fewer than building it on the stack,
+ * then calls evd_post_commit.
+ */
+static inline DAT_EVENT *evd_post_slot(struct ofx_evd *evd, DAT_EVENT_NUMBER num)
+{
 	DAT_COUNT tail;
 
 	pthread_mutex_lock(&evd->lock);
-	if (evd->count == evd->qlen) {
-		bool is_async = ia && evd == ia->async_evd;
-		DAT_COUNT qlen = evd->qlen;
-
-		if (is_async) {
-			/* Nobody to tell: the async EVD becomes unusable. */
-			evd->catastrophic = true;
-			evd_fast_path_update(evd);	/* the dequeue's slow path refuses */
-			evd_wake_locked(evd);
-		}
-		pthread_mutex_unlock(&evd->lock);
-		ofx_warn("evd %p full (qlen %d): event 0x%x dropped%s", (void *)evd, qlen,
-			 (unsigned int)num, is_async ? ", async evd now unusable" : "");
-		if (!is_async && ia)
-			ofx_ia_post_async(ia, DAT_ASYNC_ERROR_EVD_OVERFLOW, (DAT_HANDLE)evd);
+	if (ofx_unlikely(evd->count == evd->qlen)) {
+		evd_post_overflow(evd, num);
 		return NULL;
 	}
 	tail = evd->head + evd->count;
@@ -523,7 +534,7 @@ static DAT_EVENT *evd_post_slot(struct ofx_evd *evd, DAT_EVENT_NUMBER num)
 }
 
 /* Queues the slot evd_post_slot gave (filled), tells a waiter or CNO, unlocks. */
-static int evd_post_commit(struct ofx_evd *evd, DAT_EVENT *slot, DAT_EVENT_NUMBER num)
+static inline int evd_post_commit(struct ofx_evd *evd, DAT_EVENT *slot, DAT_EVENT_NUMBER num)
 {
 	struct ofx_cno_agent_call call;
 
