@@ -70,7 +70,7 @@ int ofx_cm_max_accept_pdata(const struct ofx_ia *ia, bool reply_has_hdr)
 int ofx_cm_qp_modify(struct rdma_cm_id *id, struct ibv_qp *qp, enum ibv_qp_state state)
 {
 	/*
-	 * Not zeroed (144 bytes, a quarter of this function's cost): the
+	 * Not zeroed (144 bytes, two fifths of this function's cost): the
 	 * state is rdma_init_qp_attr's one input, and it fills every field
 	 * it names in the mask, the only ones modify_qp reads.
 	 */
