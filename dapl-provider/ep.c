@@ -180,10 +180,12 @@ void ofx_ep_set_qp(struct ofx_ep *ep, struct ibv_qp *qp)
 static int ep_create_qp(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
+	struct ibv_cq *send_cq = ofx_evd_qp_cq(ia, ep->req_evd);
 	struct ibv_qp_init_attr_ex init = {
 		.qp_context = ep,
-		.send_cq = ofx_evd_qp_cq(ia, ep->req_evd),
-		.recv_cq = ofx_evd_qp_cq(ia, ep->recv_evd),
+		.send_cq = send_cq,
+		/* one EVD for both queues: its CQ read once (under its lock) */
+		.recv_cq = ep->recv_evd == ep->req_evd ? send_cq : ofx_evd_qp_cq(ia, ep->recv_evd),
 		.cap = {
 			/* +1: room for the provider's RTR on either queue */
 			.max_send_wr = ep->attr.max_request_dtos + 1,
@@ -255,6 +257,22 @@ static int ep_req_cqes(const struct ofx_ep *ep)
 }
 
 /*
+ * The reservation in the receive EVD: with one EVD for both queues (as
+ * dtestcm and most consumers have it), the request side's too, so that
+ * create and free take that EVD's lock once.
+ */
+static int ep_recv_evd_cqes(const struct ofx_ep *ep)
+{
+	return ep_recv_cqes(ep) + (ep->req_evd == ep->recv_evd ? ep_req_cqes(ep) : 0);
+}
+
+/* Whether the request EVD holds a reservation of its own (ep_recv_evd_cqes). */
+static bool ep_req_evd_apart(const struct ofx_ep *ep)
+{
+	return ep->req_evd && ep->req_evd != ep->recv_evd;
+}
+
+/*
  * References to the PZ and EVDs, and room in the EVDs' CQs for every
  * completion the EP can have outstanding.  Taken before the QP is created,
  * which must land on a CQ that already counts it (ofx_evd_reserve_cqes).
@@ -265,15 +283,15 @@ static int ep_take_refs(struct ofx_ep *ep)
 	int ret;
 
 	if (ep->recv_evd) {
-		ret = ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+		ret = ofx_evd_reserve_cqes(ep->recv_evd, ep_recv_evd_cqes(ep));
 		if (ret)
 			return ret;
 	}
-	if (ep->req_evd) {
+	if (ep_req_evd_apart(ep)) {
 		ret = ofx_evd_reserve_cqes(ep->req_evd, ep_req_cqes(ep));
 		if (ret) {
 			if (ep->recv_evd)
-				ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+				ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_evd_cqes(ep));
 			return ret;
 		}
 	}
@@ -293,11 +311,12 @@ static void ep_drop_refs(struct ofx_ep *ep)
 	if (ep->pz)
 		atomic_fetch_sub(&ep->pz->refs, 1);
 	if (ep->recv_evd) {
-		ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_cqes(ep));
+		ofx_evd_unreserve_cqes(ep->recv_evd, ep_recv_evd_cqes(ep));
 		ofx_evd_put(ep->recv_evd);
 	}
 	if (ep->req_evd) {
-		ofx_evd_unreserve_cqes(ep->req_evd, ep_req_cqes(ep));
+		if (ep_req_evd_apart(ep))
+			ofx_evd_unreserve_cqes(ep->req_evd, ep_req_cqes(ep));
 		ofx_evd_put(ep->req_evd);
 	}
 	if (ep->conn_evd)

@@ -50,12 +50,13 @@ bool ofx_cm_p2p_granted(const struct ofx_ep *ep)
 
 static void qp_to_error(struct ofx_ep *ep)
 {
-	struct ibv_qp_attr attr = { .qp_state = IBV_QPS_ERR };
+	struct ibv_qp_attr attr;	/* modify_qp reads the masked state only */
 	int ret;
 
 	/* an XRC-backed EP whose connection did not run over RC has none */
 	if (!ep->qp)
 		return;
+	attr.qp_state = IBV_QPS_ERR;
 	ret = ofx_verbs->modify_qp(ep->qp, &attr, IBV_QP_STATE);
 	if (ret)
 		ofx_warn("qp 0x%x to error: %s", ofx_ep_qp_num(ep), strerror(ret));

@@ -43,6 +43,7 @@ struct ofx_progress {
 	struct ofx_list fds;	/* struct ofx_progress_fd */
 	struct ofx_list timers;	/* armed struct ofx_timer, by deadline */
 	struct ofx_progress_fd *running_fd; /* handler being called, if any */
+	struct ofx_progress_fd *last_fd;    /* the last one found: events come in runs */
 	/* Handlers and timer callbacks started and finished (barrier). */
 	uint64_t cb_started, cb_finished;
 	bool stop;
@@ -98,11 +99,15 @@ static struct ofx_progress_fd *ofx_progress_find_fd(struct ofx_progress *prog, i
 {
 	struct ofx_list *pos, *tmp;
 
+	if (prog->last_fd && prog->last_fd->fd == fd)
+		return prog->last_fd;
 	ofx_list_for_each_safe(pos, tmp, &prog->fds) {
 		struct ofx_progress_fd *e = container_of(pos, struct ofx_progress_fd, link);
 
-		if (e->fd == fd)
+		if (e->fd == fd) {
+			prog->last_fd = e;
 			return e;
+		}
 	}
 	return NULL;
 }
@@ -379,6 +384,8 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd)
 		return -ENOENT;
 	}
 	ofx_list_del(&e->link);
+	if (prog->last_fd == e)
+		prog->last_fd = NULL;
 	if (epoll_ctl(prog->epfd, EPOLL_CTL_DEL, fd, NULL)) {
 		/* Closed before removal: its epoll entry is gone with it. */
 		if (errno == EBADF || errno == ENOENT) {

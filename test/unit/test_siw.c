@@ -149,7 +149,9 @@ static void fixture_init(struct fixture *f, int evd_qlen, int ep_dtos)
 
 static void fixture_fini(struct fixture *f)
 {
-	CU_ASSERT_EQUAL(ofx_ep_free(f->ep), DAT_SUCCESS);
+	/* a test may have freed the EP itself (and cleared f->ep) */
+	if (f->ep)
+		CU_ASSERT_EQUAL(ofx_ep_free(f->ep), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_evd_free(f->conn_evd), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_evd_free(f->dto_evd), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(ofx_lmr_free(f->lmr), DAT_SUCCESS);
@@ -485,6 +487,39 @@ static void test_new_eps_land_on_the_moved_cq(void)
 }
 
 /*
+ * An EP reserves room for every completion it can have outstanding: on one
+ * EVD for both queues the sum (taken in one reservation), on two EVDs each
+ * its queue's share; a free gives back exactly that.
+ */
+static void test_ep_reserves_its_queues_on_shared_and_separate_evds(void)
+{
+	DAT_EP_ATTR attr = ep_attr(6);
+	struct ofx_evd *dto, *req;
+	DAT_EVD_HANDLE req_h;
+	DAT_EP_HANDLE h2;
+	struct fixture f;
+
+	fixture_begin(&f);
+	dto = ofx_evd_from_handle(f.dto_evd);
+	CU_ASSERT_EQUAL(dto->cq_reserved, 5 + 5);	/* each queue's depth + 1 */
+	CU_ASSERT_FATAL(ofx_evd_create(&ia, 16, DAT_HANDLE_NULL, DAT_EVD_DTO_FLAG, &req_h) ==
+			DAT_SUCCESS);
+	req = ofx_evd_from_handle(req_h);
+	CU_ASSERT_EQUAL(ofx_ep_create(&ia, f.pz, f.dto_evd, req_h, f.conn_evd, &attr, &h2),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(dto->cq_reserved, 10 + 7);
+	CU_ASSERT_EQUAL(req->cq_reserved, 7);
+	CU_ASSERT_EQUAL(ofx_ep_free(h2), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(dto->cq_reserved, 10);
+	CU_ASSERT_EQUAL(req->cq_reserved, 0);
+	CU_ASSERT_EQUAL(ofx_evd_free(req_h), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_ep_free(f.ep), DAT_SUCCESS);
+	f.ep = DAT_HANDLE_NULL;
+	CU_ASSERT_EQUAL(dto->cq_reserved, 0);
+	fixture_end(&f);
+}
+
+/*
  * libsiw refuses a QP without setting errno once the process's queue
  * mappings reach page offset 0x90 (README, siw): ep_create must fail with a
  * DAT error, not succeed or crash on a stale errno, and leave nothing behind.
@@ -556,6 +591,8 @@ CU_TestInfo ofx_test_siw[] = {
 	  test_evd_moves_to_a_bigger_cq_without_resize },
 	{ "new eps land on the moved cq; an ep no cq can hold is refused",
 	  test_new_eps_land_on_the_moved_cq },
+	{ "an ep reserves its queues' room on a shared evd and on two evds",
+	  test_ep_reserves_its_queues_on_shared_and_separate_evds },
 	{ "a create refused without errno is insufficient resources",
 	  test_create_refused_without_errno_is_insufficient_resources },
 	CU_TEST_INFO_NULL,
