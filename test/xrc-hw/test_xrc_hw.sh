@@ -18,7 +18,8 @@ src=${OFX_TOP_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 script=$src/dapltest-scripts/xrc-hw.sh
 samples=$src/test/xrc-hw/samples
 work=$(mktemp -d "${TMPDIR:-/tmp}/xrc_hw.XXXXXX")
-trap 'rm -rf "$work"' EXIT
+# kept when a check failed: the whole outputs say which and why
+trap '[ "$failed" != 0 ] && echo "# outputs kept in $work" || rm -rf "$work"' EXIT
 checks=0
 failed=0
 
@@ -26,7 +27,7 @@ pass() { checks=$((checks + 1)); echo "ok $checks - $1"; }
 fail() {
 	checks=$((checks + 1)); failed=$((failed + 1))
 	echo "not ok $checks - $1"
-	[ -z "${2:-}" ] || sed 's/^/#   /' "$2" | tail -n 40
+	[ -z "${2:-}" ] || { grep ' FAIL ' "$2"; tail -n 40 "$2"; } | sed 's/^/#   /'
 }
 
 if bash "$script" --selftest "$samples" >"$work/selftest.out" 2>&1; then
