@@ -81,8 +81,9 @@ const struct ofx_param ofx_params[] = {
 		 "Completions fetched by one ibv_poll_cq call."),
 	UINT_ROW("rtr_timeout_ms", "DAPL_OFX_RTR_TIMEOUT_MS", "30000", 100, 600000, rtr_timeout_ms,
 		 "How long a passive p2p EP waits for the peer's RTR before the connection is "
-		 "BROKEN, in milliseconds.  Counted from the accept; a peer on a busy node may "
-		 "take seconds between the REP and its RTR, and only a hung peer never sends it."),
+		 "BROKEN, in milliseconds.  Counted from the rdma_cm ESTABLISHED (before it, the "
+		 "CM's own timeouts end the accept); a peer on a busy node may take seconds "
+		 "between the RTU and its RTR, and only a hung peer never sends it."),
 	UINT_ROW("csp_retry_ms", "DAPL_OFX_CSP_RETRY_MS", "50", 1, 60000, csp_retry_ms,
 		 "DAT 2.0 common connect: pause before the initiating side retries while the "
 		 "peer has not called dat_ep_common_connect yet, in milliseconds."),
