@@ -563,6 +563,13 @@ int ofx_evd_post(struct ofx_evd *evd, const DAT_EVENT *ev)
 	return evd_post_commit(evd, slot, ev->event_number);
 }
 
+/* A slot's event data and extension data zeroed, as a built DAT_EVENT had them. */
+static inline void evd_slot_clear(DAT_EVENT *slot)
+{
+	memset(&slot->event_data, 0, sizeof(slot->event_data));
+	memset(slot->event_extension_data, 0, sizeof(slot->event_extension_data));
+}
+
 /*
  * Connection and CR events are built in the slot: the event data member
  * they use, and zeroed extension data (as a built DAT_EVENT had it).
@@ -574,8 +581,7 @@ int ofx_evd_post_conn(struct ofx_evd *evd, DAT_EVENT_NUMBER num, DAT_EP_HANDLE e
 
 	if (!slot)
 		return -ENOSPC;
-	memset(&slot->event_data, 0, sizeof(slot->event_data));
-	memset(slot->event_extension_data, 0, sizeof(slot->event_extension_data));
+	evd_slot_clear(slot);
 	slot->event_data.connect_event_data.ep_handle = ep;
 	slot->event_data.connect_event_data.private_data_size = pdata_len;
 	slot->event_data.connect_event_data.private_data = (DAT_PVOID)pdata;
@@ -590,8 +596,7 @@ int ofx_evd_post_cr(struct ofx_evd *evd, DAT_SP_HANDLE sp, DAT_IA_ADDRESS_PTR lo
 
 	if (!slot)
 		return -ENOSPC;
-	memset(&slot->event_data, 0, sizeof(slot->event_data));
-	memset(slot->event_extension_data, 0, sizeof(slot->event_extension_data));
+	evd_slot_clear(slot);
 	d = &slot->event_data.cr_arrival_event_data;
 	d->sp_handle = sp;	/* a union: PSP, RSP or CSP */
 	d->local_ia_address_ptr = local_addr;
