@@ -1495,6 +1495,8 @@ int ofx_ep_recv_go_live(struct ofx_ep *ep, bool rtr_recv_first)
 		}, *bad;
 
 		ofx_ep_own_cookie(ep, &ep->rtr_cookie, OFX_EP_OP_RTR_RECV);
+		/* this connection's RTR: none polled yet (rtr_timer_run reads it) */
+		atomic_store(&ep->rtr_polled, false);
 		ret = ofx_verbs->post_recv(ep->qp, &wr, &bad);
 		if (ret) {
 			ofx_err("post rtr recv on qp 0x%x: %s", ep->qp->qp_num, strerror(-ret));
@@ -1755,6 +1757,7 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 			ofx_ep_conn_move(ep, OFX_EP_UNCONNECTED);
 			ep->p2p = false;
 			ep->rtr_arrived = false;
+			atomic_store(&ep->rtr_polled, false);
 			ep->cm_established = false;
 			ep->rtr_peer_gone = false;
 		}
@@ -1898,15 +1901,26 @@ void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 
 /* ---- completions: the EP as the owner of its cookies (dto.h) -------------- */
 
-/* The RTR and XRC's fence: never a DTO event, the EP hears of every one. */
+/*
+ * The RTR and XRC's fence: never a DTO event, the EP hears of every one.
+ * Runs in a drain under the EVD lock, before the EP's lock is free to
+ * take: a received RTR is only marked (rtr_polled) for rtr_timer_run,
+ * which may drain an empty CQ while this drain has yet to run the notify.
+ */
 static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
 			       const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
 			       struct ofx_cookie_owner **notify_p)
 {
+	struct ofx_ep *ep = container_of(owner, struct ofx_ep, cookie_owner);
+
 	/* nothing to settle: never an event, and ofx_ep_dto_notify judges the status */
-	(void)slot, (void)c, (void)wc, (void)ev;
-	if (!atomic_load(owner->dying))
-		*notify_p = owner;
+	(void)ev;
+	if (atomic_load(owner->dying))
+		return false;
+	if (slot == &ep->rtr_cookie && c->op == OFX_EP_OP_RTR_RECV &&
+	    wc->status == IBV_WC_SUCCESS)
+		atomic_store(&ep->rtr_polled, true);
+	*notify_p = owner;
 	return false;
 }
 

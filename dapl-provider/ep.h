@@ -156,6 +156,12 @@ struct ofx_ep {
 	bool rtr_arrived;		/* passive: the peer's RTR completed */
 	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
 	bool rtr_peer_gone;		/* passive: DISCONNECTED came in RTR_WAIT (ep_cm.c) */
+	/*
+	 * passive: a drain took the RTR's completion (ep_cookie_complete,
+	 * under the EVD lock), its notify may not have run: rtr_timer_run
+	 * then leaves the outcome to it.  Cleared as the RTR receive is posted.
+	 */
+	_Atomic bool rtr_polled;
 	struct ofx_timer rtr_timer;	/* passive: the RTR wait's first look, then its deadline */
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
 	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */

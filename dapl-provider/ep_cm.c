@@ -787,7 +787,11 @@ static bool rtr_watch_start(struct ofx_ep *ep)
  * drain hands to the EP (ofx_ep_dto_notify), so no channel round trip was
  * needed.  Else it starts the channel watch and runs again at the deadline,
  * which is BROKEN unless the RTR came.  Completions found on the way stay
- * queued for the consumer.
+ * queued for the consumer.  An RTR another drain (the consumer's) took
+ * from the CQ before this one, its notify not run yet, is rtr_polled: that
+ * notify is on its way and decides, so this run reports nothing, nor arms
+ * anything (waiting for it here could deadlock: a notify op of another
+ * owner among the same batch may wait for this thread).
  */
 static void rtr_timer_run(void *arg)
 {
@@ -800,7 +804,10 @@ static void rtr_timer_run(void *arg)
 		ofx_evd_drain_cq(ep->recv_evd);
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state == OFX_EP_RTR_WAIT && !ep->rtr_arrived) {
-		if (ep->rtr_peer_gone) {
+		if (atomic_load(&ep->rtr_polled)) {
+			ofx_dbg("ep %p qp 0x%x: the rtr is polled, its handover is on the way",
+				(void *)ep, ofx_ep_qp_num(ep));
+		} else if (ep->rtr_peer_gone) {
 			/* rtr_wait_hung_up: no RTR in the CQ, the connection never was */
 			ofx_info("ep %p qp 0x%x: the peer hung up before its rtr", (void *)ep,
 				 ofx_ep_qp_num(ep));
@@ -849,7 +856,8 @@ static void rtr_wait_start(struct ofx_ep *ep)
  * (the drain runs the owners' notify ops and keeps other EPs' completions
  * for their consumer) and reports ACCEPT_COMPLETION_ERROR if the RTR is
  * not there.  A ring too full to take the RTR's completion counts as not
- * there; so does one a consumer's drain polled but has not handed over.
+ * there.  One a consumer's drain polled but has not handed over yet is
+ * there (rtr_polled): rtr_timer_run leaves the outcome to its notify.
  */
 static void rtr_wait_hung_up(struct ofx_ep *ep)
 {

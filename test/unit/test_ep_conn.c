@@ -1558,6 +1558,138 @@ static void test_peer_gone_after_its_rtr_shared_cq(void)
 	peer_gone_after_its_rtr(true);
 }
 
+/* A consumer's dat_evd_dequeue on another thread, with what it got. */
+struct consumer_drain {
+	DAT_EVD_HANDLE evd;
+	DAT_EVENT ev;
+	DAT_RETURN ret;
+};
+
+static void *consumer_drain_main(void *arg)
+{
+	struct consumer_drain *d = arg;
+
+	d->ret = ofx_evd_dequeue(d->evd, &d->ev);
+	return NULL;
+}
+
+/* Spins (10 s at most) until `done(arg)`; the caller asserts the state. */
+static void await_state(bool (*done)(void *arg), void *arg)
+{
+	uint64_t deadline = ofx_now_ns() + 10 * 1000000000ull;
+
+	while (!done(arg) && ofx_now_ns() < deadline)
+		sched_yield();
+}
+
+/* The drain polled the whole batch and runs its owners' notify ops. */
+static bool drain_in_notify(void *arg)
+{
+	struct ofx_evd *evd = arg;
+
+	return atomic_load(&evd->notify_inflight) != 0 && fake_cq_pending(evd) == 0;
+}
+
+/* The progress thread took the timer off its list (and counted its run: progress.c). */
+static bool timer_fired(void *arg)
+{
+	return !atomic_load(&((struct ofx_timer *)arg)->armed);
+}
+
+/*
+ * The RTR and a message came, then (with `deadline` false) the peer hung
+ * up; but a consumer's drain of the shared recv EVD polled them and has
+ * not handed the RTR over yet: it waits in the notify of a neighbour's
+ * failed receive, polled first, on the neighbour's lock.  rtr_timer's run
+ * meanwhile (the DISCONNECTED's, or with `deadline` the first look after
+ * rtr_timeout_ms) finds the CQ empty; the RTR came all the same, so it
+ * reports nothing and the handover decides: ESTABLISHED (then
+ * DISCONNECTED), not ACCEPT_COMPLETION_ERROR or BROKEN.
+ */
+static void rtr_in_a_consumer_drain(bool deadline)
+{
+	struct fixture f;
+	struct passive p;
+	struct progress_hold h;
+	struct consumer_drain d = { 0 };
+	struct ofx_evd *recv;
+	struct ofx_ep *o;
+	struct ibv_wc wc;
+	DAT_EP_HANDLE other = NULL;
+	DAT_EVENT ev;
+	uint64_t mine, theirs;
+	pthread_t t;
+
+	mine = p2p_send_rtr_accepted(&f, &p);
+	theirs = plain_neighbour_up(&f, &p, &other);
+	o = ofx_ep_from_handle(other);
+	recv = f.e->recv_evd;
+	if (deadline)
+		ia.cfg.rtr_timeout_ms = 0;	/* the first look is past the deadline */
+	/* an error status needs its owner's notify (ofx_dto_settle) */
+	wc = recv_wc(theirs, o, IBV_WC_LOC_LEN_ERR, 0);
+	fake_cq_push(recv, &wc);
+	wc = recv_wc((uintptr_t)&f.e->rtr_cookie, f.e, IBV_WC_SUCCESS, 0);
+	fake_cq_push(recv, &wc);
+	wc = recv_wc(mine, f.e, IBV_WC_SUCCESS, 5);
+	fake_cq_push(recv, &wc);
+
+	pthread_mutex_lock(&o->lock);
+	d.evd = f.dto_evd;
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, consumer_drain_main, &d) == 0);
+	await_state(drain_in_notify, recv);
+	CU_ASSERT_FATAL(drain_in_notify(recv));
+
+	hold(&h);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	if (!deadline)
+		fake_cm_queue(p.id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(f.e->state, OFX_EP_RTR_WAIT);
+	CU_ASSERT_TRUE(atomic_load(&f.e->rtr_timer.armed));
+	let_go(&h);
+	await_state(timer_fired, &f.e->rtr_timer);
+	ofx_progress_barrier(ia.progress);	/* rtr_timer_run is over */
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	pthread_mutex_unlock(&o->lock);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+
+	/* the consumer got the neighbour's receive with its status */
+	CU_ASSERT_EQUAL(d.ret, DAT_SUCCESS);
+	CU_ASSERT_EQUAL(d.ev.event_number, DAT_DTO_COMPLETION_EVENT);
+	CU_ASSERT_PTR_EQUAL(d.ev.event_data.dto_completion_event_data.ep_handle, other);
+	CU_ASSERT_EQUAL(d.ev.event_data.dto_completion_event_data.user_cookie.as_64, 0x77);
+	CU_ASSERT_EQUAL(d.ev.event_data.dto_completion_event_data.status,
+			DAT_DTO_ERR_LOCAL_LENGTH);
+	/* the notify ops in their order: the neighbour's, then the RTR's */
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, other), DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
+	if (!deadline)
+		CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep),
+				DAT_CONNECTION_EVENT_DISCONNECTED);
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(dat_state(&f),
+			deadline ? DAT_EP_STATE_CONNECTED : DAT_EP_STATE_DISCONNECTED);
+	/* the DREQ answered (when the peer hung up) and the neighbour's */
+	CU_ASSERT_EQUAL(fake_cm.disconnects, deadline ? 1 : 2);
+	CU_ASSERT_FALSE(f.e->rtr_watch);
+	expect_recv(f.dto_evd, f.ep, 0x55, 5);
+	CU_ASSERT_EQUAL(DAT_GET_TYPE(ofx_evd_dequeue(f.dto_evd, &ev)), DAT_QUEUE_EMPTY);
+	CU_ASSERT_EQUAL(ofx_ep_free(other), DAT_SUCCESS);
+	passive_done(&p);
+	teardown(&f);
+}
+
+static void test_peer_gone_with_its_rtr_in_a_consumer_drain(void)
+{
+	rtr_in_a_consumer_drain(false);
+}
+
+static void test_rtr_deadline_with_the_rtr_in_a_consumer_drain(void)
+{
+	rtr_in_a_consumer_drain(true);
+}
+
 /*
  * Up at the CM, the RTR not yet here, and the stream closes: the RTR never
  * came (not in the CQ; flushed later), so the accept did not complete.
@@ -1683,6 +1815,10 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "p2p passive: the peer hangs up after its RTR", test_peer_gone_after_its_rtr },
 	{ "p2p passive: ... with another EP's completion in the CQ",
 	  test_peer_gone_after_its_rtr_shared_cq },
+	{ "p2p passive: ... its RTR still in a consumer's drain",
+	  test_peer_gone_with_its_rtr_in_a_consumer_drain },
+	{ "p2p passive: the RTR deadline with the RTR in a consumer's drain",
+	  test_rtr_deadline_with_the_rtr_in_a_consumer_drain },
 	{ "p2p passive: an RTR that never comes is BROKEN", test_passive_p2p_rtr_that_never_comes },
 	CU_TEST_INFO_NULL,
 };
