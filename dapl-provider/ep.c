@@ -1903,9 +1903,9 @@ void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 
 /*
  * The RTR and XRC's fence: never a DTO event, the EP hears of every one.
- * Runs in a drain under the EVD lock, before the EP's lock is free to
- * take: a received RTR is only marked (rtr_polled) for rtr_timer_run,
- * which may drain an empty CQ while this drain has yet to run the notify.
+ * Runs in a drain under the EVD lock, which ranks below the EP's (ep.h):
+ * a received RTR is only marked here (rtr_polled) for rtr_timer_run, which
+ * may drain an empty CQ while this drain has yet to run the notify.
  */
 static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,
 			       const struct ofx_cookie *c, const struct ibv_wc *wc, DAT_EVENT *ev,
