@@ -952,16 +952,50 @@ static int evd_poll_cancellable(struct ofx_evd *evd, struct pollfd *pfd, int nfd
 }
 
 /*
+ * How long a wait may still sleep.  The first sleep takes the caller's
+ * timeout as it stands, with no second clock read (the deadline was read
+ * just before, and poll() rounds up); later ones count down to the
+ * deadline.  An infinite wait never reads the clock.
+ */
+struct evd_timeout {
+	uint64_t deadline;	/* ofx_now_ns; UINT64_MAX: none */
+	int first_ms;		/* the first sleep's; EVD_MS_DEADLINE once taken */
+};
+
+#define EVD_MS_DEADLINE (-2)
+
+static void evd_timeout_init(struct evd_timeout *to, DAT_TIMEOUT timeout)
+{
+	if (timeout == DAT_TIMEOUT_INFINITE) {
+		*to = (struct evd_timeout){ .deadline = UINT64_MAX, .first_ms = -1 };
+		return;
+	}
+	/* a zero timeout never sleeps (evd_wait_loop): no clock for it either */
+	to->deadline = timeout ? ofx_now_ns() + (uint64_t)timeout * 1000 : 0;
+	to->first_ms = (int)(((uint64_t)timeout + 999) / 1000);
+}
+
+static int evd_timeout_ms(struct evd_timeout *to)
+{
+	int ms = to->first_ms;
+
+	if (ms == EVD_MS_DEADLINE)
+		return ofx_poll_timeout_ms(to->deadline);
+	to->first_ms = EVD_MS_DEADLINE;
+	return ms;
+}
+
+/*
  * The core of every wait on the EVD (evd_wait, ofx_evd_wait_cq), called
  * between two drains of its CQs.  The first call after a completion event
  * arms the CQs and returns at once, so that the caller drains again: a
  * completion between its drain and the arm is not lost.  The next one
  * sleeps in poll() on the completion channel, and with `wake` the eventfd,
- * until one fires or `deadline` passes, and consumes what fired.  0 to
- * drain and test again, -ETIMEDOUT once the deadline passed, or a
+ * until one fires or the timeout `to` runs out, and consumes what fired.
+ * 0 to drain and test again, -ETIMEDOUT once the deadline passed, or a
  * negative errno.  No EVD lock held.
  */
-static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t deadline,
+static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, struct evd_timeout *to,
 		     int cancel_state)
 {
 	struct pollfd pfd[2];
@@ -973,7 +1007,7 @@ static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t dea
 		*armed_p = true;
 		return 0;
 	}
-	ms = ofx_poll_timeout_ms(deadline);
+	ms = evd_timeout_ms(to);
 	if (!ms)
 		return -ETIMEDOUT;
 	if (wake) {
@@ -1008,6 +1042,7 @@ static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t dea
 int ofx_evd_wait_cq(struct ofx_evd *evd, bool (*done)(void *arg), void *arg,
 		    uint64_t deadline_ns)
 {
+	struct evd_timeout to = { .deadline = deadline_ns, .first_ms = EVD_MS_DEADLINE };
 	bool armed = false;
 	int ret;
 
@@ -1019,7 +1054,7 @@ int ofx_evd_wait_cq(struct ofx_evd *evd, bool (*done)(void *arg), void *arg,
 			return ret;
 		if (done(arg))
 			return 0;
-		ret = evd_block(evd, &armed, false, deadline_ns, PTHREAD_CANCEL_DISABLE);
+		ret = evd_block(evd, &armed, false, &to, PTHREAD_CANCEL_DISABLE);
 		if (ret < 0)
 			return ret;
 	}
@@ -1037,34 +1072,57 @@ static int evd_wait_drain(struct ofx_evd *evd)
 }
 
 /*
+ * One look at the EVD inside evd_wait (lock held): drains its CQs, then
+ * ends the wait if it can (true, *status_p set: an event, or why not).
+ */
+static bool evd_wait_look(struct ofx_evd *evd, DAT_COUNT threshold, DAT_EVENT *event,
+			  DAT_COUNT *nmore, DAT_RETURN *status_p)
+{
+	int ret;
+
+	if (evd->cq) {
+		ret = evd_wait_drain(evd);
+		if (ret < 0) {
+			*status_p = ofx_dat_status(ret, OFX_OBJ_EVD);
+			return true;
+		}
+	}
+	if (evd->catastrophic) {
+		*status_p = evd_err_state(DAT_NO_SUBTYPE);
+		return true;
+	}
+	if (!evd->waitable) {
+		*status_p = evd_err_state(DAT_INVALID_STATE_EVD_UNWAITABLE);
+		return true;
+	}
+	if (evd->count < threshold)
+		return false;
+	evd_pop_locked(evd, event);
+	if (nmore)
+		*nmore = evd->count;
+	*status_p = DAT_SUCCESS;
+	return true;
+}
+
+/*
  * Wait loop of evd_wait; runs with evd->waiter set and the lock held,
  * which it drops around each drain and block.  Returns with the lock held.
+ * An EVD without a CQ has nothing to drain, and the caller has just
+ * looked at it (ofx_evd_wait): its first step is the sleep.
  */
 static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
 				DAT_EVENT *event, DAT_COUNT *nmore, int cancel_state)
 {
-	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
-			    ofx_now_ns() + (uint64_t)timeout * 1000;
-	/* the deadline is read by evd_block, which says when it passed */
-	bool armed = false, expired = timeout == 0;
+	struct evd_timeout to;
+	bool armed = false, expired = timeout == 0, look = evd->cq != NULL;
+	DAT_RETURN status;
 	int ret;
 
-	for (;;) {
-		if (evd->cq) {
-			ret = evd_wait_drain(evd);
-			if (ret < 0)
-				return ofx_dat_status(ret, OFX_OBJ_EVD);
-		}
-		if (evd->catastrophic)
-			return evd_err_state(DAT_NO_SUBTYPE);
-		if (!evd->waitable)
-			return evd_err_state(DAT_INVALID_STATE_EVD_UNWAITABLE);
-		if (evd->count >= threshold) {
-			evd_pop_locked(evd, event);
-			if (nmore)
-				*nmore = evd->count;
-			return DAT_SUCCESS;
-		}
+	/* the deadline is read by evd_block, which says when it passed */
+	evd_timeout_init(&to, timeout);
+	for (;; look = true) {
+		if (look && evd_wait_look(evd, threshold, event, nmore, &status))
+			return status;
 		if (expired) {
 			if (nmore)
 				*nmore = evd->count;
@@ -1073,7 +1131,7 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 		pthread_mutex_unlock(&evd->lock);
 
 		/* -ETIMEDOUT: the test above reports it, after a last look */
-		ret = evd_block(evd, &armed, true, deadline, cancel_state);
+		ret = evd_block(evd, &armed, true, &to, cancel_state);
 		expired = ret == -ETIMEDOUT;
 		pthread_mutex_lock(&evd->lock);
 		if (ret < 0 && !expired)
@@ -1099,7 +1157,7 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 			DAT_EVENT *event, DAT_COUNT *nmore)
 {
 	struct ofx_evd *evd = ofx_evd_from_handle(h);
-	int cancel_state, cancel_type, ignored;
+	int cancel_state, cancel_type = PTHREAD_CANCEL_DEFERRED, ignored;
 	DAT_RETURN status;
 
 	if (!evd)
@@ -1107,9 +1165,12 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 	if (!event)
 		return OFX_INVALID_ARG(4);
 
-	/* cancellable only inside poll(), deferred: see evd_poll_cancellable */
+	/*
+	 * Cancellable only inside poll(), deferred: see evd_poll_cancellable.
+	 * What was disabled already stays so, whatever its type: the type
+	 * is only switched (and put back) for a wait that may be cancelled.
+	 */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &cancel_type);
 	if (cancel_state != PTHREAD_CANCEL_ENABLE)
 		cancel_state = PTHREAD_CANCEL_DISABLE;
 	pthread_mutex_lock(&evd->lock);
@@ -1126,13 +1187,17 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 			*nmore = evd->count;
 		goto out_unlock;
 	}
+	if (cancel_state == PTHREAD_CANCEL_ENABLE)
+		pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &cancel_type);
 	evd->waiter = true;
 	status = evd_wait_loop(evd, timeout, threshold, event, nmore, cancel_state);
 	evd->waiter = false;
 out_unlock:
 	pthread_mutex_unlock(&evd->lock);
-	pthread_setcanceltype(cancel_type, &ignored);
-	pthread_setcancelstate(cancel_state, &ignored);
+	if (cancel_type != PTHREAD_CANCEL_DEFERRED)
+		pthread_setcanceltype(cancel_type, &ignored);
+	if (cancel_state == PTHREAD_CANCEL_ENABLE)
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &ignored);
 	return status;
 }
 
