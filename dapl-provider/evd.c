@@ -812,26 +812,34 @@ static void evd_notify_report(void *arg, unsigned int waited_s)
 	ofx_warn("evd %p: a completion handler has run for %u s, still waiting", arg, waited_s);
 }
 
-void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
+/* Returns once no drain runs owners' notify ops (ordered after the drains by the caller). */
+static void evd_notify_idle_wait(struct ofx_evd *evd)
 {
-	/* taking the lock orders us after any drain that saw the EP alive */
-	pthread_mutex_lock(&evd->lock);
-	pthread_mutex_unlock(&evd->lock);
 	/* the usual case, no drain in its owners' ops: no clock, no waiter */
 	if (evd_notify_is_idle(evd))
 		return;
 	ofx_waiter_wait_reporting(&evd->notify_idle, evd_notify_is_idle, evd, evd_notify_report);
 }
 
-int ofx_evd_drain_cq(struct ofx_evd *evd)
+void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
+{
+	/* taking the lock orders us after any drain that saw the EP alive */
+	pthread_mutex_lock(&evd->lock);
+	pthread_mutex_unlock(&evd->lock);
+	evd_notify_idle_wait(evd);
+}
+
+/*
+ * ofx_evd_drain_cq, and whether the ring had room after the last pass
+ * (false: CQEs may remain behind a full ring), read in that pass's lock.
+ */
+static int evd_drain_cq(struct ofx_evd *evd, bool *room_p)
 {
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
 	struct evd_notify notify[OFX_EVD_POLL_MAX];
 	int total = 0, nnotify, ret;
 	bool more;
 
-	if (!evd->cq)
-		return 0;
 	do {
 		pthread_mutex_lock(&evd->lock);
 		/*
@@ -842,6 +850,7 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 		/* announced under the lock: ep teardown waits for it to drop */
 		if (nnotify)
 			atomic_fetch_add(&evd->notify_inflight, 1);
+		*room_p = evd->count < evd->qlen;
 		pthread_mutex_unlock(&evd->lock);
 		evd_run_notify(notify, nnotify);
 		if (nnotify)
@@ -853,16 +862,34 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 	return total;
 }
 
+int ofx_evd_drain_cq(struct ofx_evd *evd)
+{
+	bool room;
+
+	if (!evd->cq)
+		return 0;
+	return evd_drain_cq(evd, &room);
+}
+
 bool ofx_evd_drain_all(struct ofx_evd *evd)
 {
 	bool room;
 
 	if (!evd || !evd->cq)
 		return true;
-	ofx_evd_drain_cq(evd);
-	pthread_mutex_lock(&evd->lock);
-	room = evd->count < evd->qlen;
-	pthread_mutex_unlock(&evd->lock);
+	evd_drain_cq(evd, &room);
+	return room;
+}
+
+bool ofx_evd_drain_owner_gone(struct ofx_evd *evd)
+{
+	bool room;
+
+	if (!evd->cq)
+		return true;
+	/* the drain's lock orders us after any drain that saw the owner alive */
+	evd_drain_cq(evd, &room);
+	evd_notify_idle_wait(evd);
 	return room;
 }
 
