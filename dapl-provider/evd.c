@@ -1132,23 +1132,22 @@ static bool evd_wait_look(struct ofx_evd *evd, DAT_COUNT threshold, DAT_EVENT *e
 }
 
 /*
- * Wait loop of evd_wait; runs with evd->waiter set and the lock held,
- * which it drops around each drain and block.  Returns with the lock held.
- * An EVD without a CQ has nothing to drain, and the caller has just
- * looked at it (ofx_evd_wait): its first step is the sleep.
+ * Wait loop of evd_wait on an EVD with a CQ; runs with evd->waiter set and
+ * the lock held, which it drops around each drain and block.  Returns
+ * with the lock held.
  */
 static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
 				DAT_EVENT *event, DAT_COUNT *nmore, int cancel_state)
 {
 	struct evd_timeout to;
-	bool armed = false, expired = timeout == 0, look = evd->cq != NULL;
+	bool armed = false, expired = timeout == 0;
 	DAT_RETURN status;
 	int ret;
 
 	/* the deadline is read by evd_block, which says when it passed */
 	evd_timeout_init(&to, timeout);
-	for (;; look = true) {
-		if (look && evd_wait_look(evd, threshold, event, nmore, &status))
+	for (;;) {
+		if (evd_wait_look(evd, threshold, event, nmore, &status))
 			return status;
 		if (expired) {
 			if (nmore)
@@ -1164,6 +1163,57 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 		if (ret < 0 && !expired)
 			return ofx_dat_status(ret, OFX_OBJ_EVD);
 	}
+}
+
+/*
+ * The wait of an EVD without a CQ (the connection and CR EVDs, the
+ * software ones): nothing to drain or arm, only the eventfd to sleep on.
+ * Runs as evd_wait_loop does, the ring found short of `threshold` by the
+ * caller, who has just looked at it: so the first step is the sleep.  The
+ * time left is taken with the lock held, right after a look: when none is
+ * left, that look was the last.
+ */
+static DAT_RETURN evd_wait_sw(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+			      DAT_EVENT *event, DAT_COUNT *nmore, int cancel_state)
+{
+	struct pollfd pfd = { .fd = evd->wake_fd, .events = POLLIN };
+	struct evd_timeout to;
+	int ret, ms;
+
+	if (!timeout)
+		goto expired;
+	evd_timeout_init(&to, timeout);
+	for (;;) {
+		ms = evd_timeout_ms(&to);
+		if (!ms)
+			goto expired;
+		pthread_mutex_unlock(&evd->lock);
+		ret = cancel_state == PTHREAD_CANCEL_ENABLE ? evd_poll_cancellable(evd, &pfd, 1, ms) :
+							      poll(&pfd, 1, ms);
+		if (ret > 0) {
+			evd_consume_wake(evd);
+		} else if (ret < 0 && errno != EINTR) {
+			ret = -errno;
+			ofx_err("evd %p: poll: %m", (void *)evd);
+			pthread_mutex_lock(&evd->lock);
+			return ofx_dat_status(ret, OFX_OBJ_EVD);
+		}
+		pthread_mutex_lock(&evd->lock);
+		if (evd->catastrophic)
+			return evd_err_state(DAT_NO_SUBTYPE);
+		if (!evd->waitable)
+			return evd_err_state(DAT_INVALID_STATE_EVD_UNWAITABLE);
+		if (evd->count >= threshold) {
+			evd_pop_locked(evd, event);
+			if (nmore)
+				*nmore = evd->count;
+			return DAT_SUCCESS;
+		}
+	}
+expired:
+	if (nmore)
+		*nmore = evd->count;
+	return DAT_TIMEOUT_EXPIRED;
 }
 
 /* What refuses a dat_evd_wait before it waits (evd->lock held). */
@@ -1217,7 +1267,8 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 	if (cancel_state == PTHREAD_CANCEL_ENABLE)
 		pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &cancel_type);
 	evd->waiter = true;
-	status = evd_wait_loop(evd, timeout, threshold, event, nmore, cancel_state);
+	status = evd->cq ? evd_wait_loop(evd, timeout, threshold, event, nmore, cancel_state) :
+			   evd_wait_sw(evd, timeout, threshold, event, nmore, cancel_state);
 	evd->waiter = false;
 out_unlock:
 	pthread_mutex_unlock(&evd->lock);
