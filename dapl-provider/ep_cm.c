@@ -154,8 +154,15 @@ int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL
 		ofx_ep_conn_move(ep, OFX_EP_UNCONNECTED);
 		return ret;
 	}
+	/*
+	 * The address resolution just started ends in an event within
+	 * cm_timeout_ms, handled under ep->lock, which we hold: the progress
+	 * thread sees the timer then, and a late one needs no wakeup now.
+	 */
 	if (timeout != DAT_TIMEOUT_INFINITE)
-		ofx_cm_arm_conn_timer(ep, timeout);
+		ofx_progress_timer_arm_before_event(ia->progress, &ep->conn_timer, timeout,
+						    ia->cfg.cm_timeout_ms * 1000ull, conn_timeout,
+						    ep);
 	atomic_fetch_add(&ia->stats.conn_active, 1);
 	ofx_dbg("ep %p qp 0x%x connecting to %s qual %llu p2p %s", (void *)ep, ofx_ep_qp_num(ep),
 		ofx_cm_addr_str(&ep->remote_addr, buf, sizeof(buf)), (unsigned long long)qual,

@@ -418,8 +418,14 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd)
 	return ret;
 }
 
-void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
-			       uint64_t deadline, ofx_timer_fn fn, void *arg)
+/*
+ * Arms `t` (see ofx_progress_timer_arm_at); the thread is woken for a new
+ * earliest deadline before `wake_before` only: a later one it learns of
+ * at its next wakeup, which the caller knows comes before then.
+ */
+static inline __attribute__((always_inline)) void
+timer_arm(struct ofx_progress *prog, struct ofx_timer *t, uint64_t deadline, ofx_timer_fn fn,
+	  void *arg, uint64_t wake_before)
 {
 	struct ofx_list *pos;
 	bool first;
@@ -448,8 +454,24 @@ void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
 	ofx_list_add_tail(pos->next, &t->link);
 	pthread_mutex_unlock(&prog->lock);
 
-	if (first && !ofx_progress_in_thread(prog))
+	if (first && deadline < wake_before && !ofx_progress_in_thread(prog))
 		ofx_progress_wake(prog);
+}
+
+void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
+			       uint64_t deadline, ofx_timer_fn fn, void *arg)
+{
+	timer_arm(prog, t, deadline, fn, arg, UINT64_MAX);
+}
+
+void ofx_progress_timer_arm_before_event(struct ofx_progress *prog, struct ofx_timer *t,
+					 uint64_t timeout_us, uint64_t event_us, ofx_timer_fn fn,
+					 void *arg)
+{
+	uint64_t now = prog ? ofx_now_ns() : 0;
+
+	/* twice the event's bound: its delivery may lag a little behind it */
+	timer_arm(prog, t, now + timeout_us * 1000, fn, arg, now + 2 * event_us * 1000);
 }
 
 /* ofx_progress_timer_cancel saw `t` armed: it may have fired since. */
