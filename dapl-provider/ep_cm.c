@@ -998,6 +998,18 @@ static void connected_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 	}
 }
 
+/* What ep_event logs, out of line: the event's path then saves fewer registers. */
+static __attribute__((noinline, cold)) void ep_event_log(const struct ofx_ep *ep,
+							  const struct rdma_cm_event *ev)
+{
+	ofx_dbg("ep %p qp 0x%x state %s: %s status %d", (void *)ep, ofx_ep_qp_num(ep),
+		ofx_ep_state_str(ep->state), rdma_event_str(ev->event), ev->status);
+	/* the peer (or the transport) ended a connection this side did not end */
+	if (ev->event == RDMA_CM_EVENT_DISCONNECTED && ep->state != OFX_EP_DISCONNECT_PENDING)
+		ofx_info("ep %p qp 0x%x: disconnected by the peer in state %s", (void *)ep,
+			 ofx_ep_qp_num(ep), ofx_ep_state_str(ep->state));
+}
+
 /* The handler of the EP's cm_id (cm.h): every event is the EP's, or ignored. */
 static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
@@ -1009,12 +1021,8 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 		pthread_mutex_unlock(&ep->lock);
 		return true;
 	}
-	ofx_dbg("ep %p qp 0x%x state %s: %s status %d", (void *)ep, ofx_ep_qp_num(ep),
-		ofx_ep_state_str(ep->state), rdma_event_str(ev->event), ev->status);
-	/* the peer (or the transport) ended a connection this side did not end */
-	if (ev->event == RDMA_CM_EVENT_DISCONNECTED && ep->state != OFX_EP_DISCONNECT_PENDING)
-		ofx_info("ep %p qp 0x%x: disconnected by the peer in state %s", (void *)ep,
-			 ofx_ep_qp_num(ep), ofx_ep_state_str(ep->state));
+	if (ofx_log_enabled(OFX_LOG_INFO, OFX_LOG_SUBSYS))
+		ep_event_log(ep, ev);
 	switch (ep->state) {
 	case OFX_EP_ACTIVE_PENDING:
 		active_event(ep, ev, destroy_p);
