@@ -151,7 +151,7 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 	} else {
 		struct ofx_conn_req req = {
 			.cm_id = cr->cm_id,
-			.remote_addr = cr->remote_addr,
+			.remote_addr = &cr->remote_addr,
 			.param = cr->req_param,
 			.has_hdr = cr->has_hdr,
 			.hdr = cr->hdr,

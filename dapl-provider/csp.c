@@ -284,6 +284,7 @@ static struct rdma_cm_id *csp_connect_request(struct ofx_sp *sp, struct rdma_cm_
 	struct sockaddr *src = rdma_get_peer_addr(ev->id);
 	struct ofx_list *pos, *tmp;
 	struct ofx_conn_req req = { 0 };
+	struct sockaddr_storage remote = { 0 };
 	struct ofx_ep *ep = NULL;
 	int ret;
 
@@ -313,8 +314,9 @@ static struct rdma_cm_id *csp_connect_request(struct ofx_sp *sp, struct rdma_cm_
 	req.local_qual = sp->conn_qual;
 	req.cm_id = ev->id;
 	req.param = ev->param.conn;
-	memcpy(&req.remote_addr, src, src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
-								: sizeof(struct sockaddr_in));
+	memcpy(&remote, src, src->sa_family == AF_INET6 ? sizeof(struct sockaddr_in6)
+							: sizeof(struct sockaddr_in));
+	req.remote_addr = &remote;
 	/* the initiator's data is what this side's ESTABLISHED carries */
 	ep->pdata_len = req.hdr.consumer_len;
 	memcpy(ep->pdata, data, ep->pdata_len);

@@ -1597,8 +1597,6 @@ DAT_RETURN ofx_ep_set_watermark(DAT_EP_HANDLE ep_handle, DAT_COUNT soft_hw, DAT_
 	return DAT_SUCCESS;
 }
 
-static void ep_wait_notify(struct ofx_evd *evd);
-
 /*
  * Drains the EP's CQs after its QP is gone, so that no CQE left in them
  * names a cookie of the rings about to be reset or freed.  Completions are
@@ -1615,9 +1613,8 @@ static bool ep_drain_cqs(struct ofx_ep *ep)
 
 		if (!evd || !evd->cq || (i == 1 && evd == evds[0]))
 			continue;
-		if (!ofx_evd_drain_all(evd))
+		if (!ofx_evd_drain_owner_gone(evd))
 			clean = false; /* full: CQEs may remain behind it */
-		ep_wait_notify(evd);
 	}
 	return clean;
 }
@@ -1764,13 +1761,6 @@ DAT_RETURN ofx_ep_reset(DAT_EP_HANDLE ep_handle)
 	}
 	pthread_mutex_unlock(&ep->lock);
 	return ofx_dat_status(ret, OFX_OBJ_EP);
-}
-
-/* Waits until no drain of `evd` is still calling ofx_ep_dto_notify(). */
-static void ep_wait_notify(struct ofx_evd *evd)
-{
-	if (evd)
-		ofx_evd_wait_notify_idle(evd);
 }
 
 /*

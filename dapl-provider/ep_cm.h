@@ -18,7 +18,7 @@ struct ofx_ep;
  */
 struct ofx_conn_req {
 	struct rdma_cm_id *cm_id;
-	struct sockaddr_storage remote_addr;
+	const struct sockaddr_storage *remote_addr;	/* the caller's, not copied */
 	struct rdma_conn_param param;	/* initiator depth etc. of the REQ */
 	bool has_hdr;			/* the REQ carried our trailer */
 	struct ofx_pdata_hdr hdr;

@@ -77,12 +77,11 @@ void ofx_ep_conn_init(struct ofx_ep *ep, enum ofx_ep_state initial)
 	set_state(ep, initial);
 }
 
-void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
+/* What a move logs, out of line: the move itself then saves no registers. */
+static __attribute__((noinline, cold)) void conn_move_log(const struct ofx_ep *ep,
+							   enum ofx_ep_state to, bool allowed)
 {
-	ofx_lock_assert_held(&ep->lock);
-	if (ep->state == to)
-		return;
-	if (!ofx_ep_conn_move_allowed(ep->state, to)) {
+	if (!allowed) {
 		ofx_err("ep %p: no move from %s to %s (provider bug)", (void *)ep,
 			ofx_ep_state_str(ep->state), ofx_ep_state_str(to));
 #ifdef OFX_DEBUG
@@ -91,6 +90,18 @@ void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
 	}
 	ofx_dbg("ep %p: %s -> %s", (void *)ep, ofx_ep_state_str(ep->state),
 		ofx_ep_state_str(to));
+}
+
+void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
+{
+	bool allowed;
+
+	ofx_lock_assert_held(&ep->lock);
+	if (ep->state == to)
+		return;
+	allowed = ofx_ep_conn_move_allowed(ep->state, to);
+	if (!allowed || ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS))
+		conn_move_log(ep, to, allowed);
 	set_state(ep, to);
 }
 

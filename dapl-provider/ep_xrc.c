@@ -255,10 +255,10 @@ bool ofx_xrc_accept(struct ofx_ep *ep, const struct ofx_conn_req *req, const voi
 	    !ofx_xrc_conn_fits(xe, &params))
 		return accept_rc(ep, ret_p);
 	ofx_ep_qp_close(ep); /* a connect that failed before its REQ left one */
-	ret = ofx_xrc_conn_accept_begin(xe, &params, &req->remote_addr);
+	ret = ofx_xrc_conn_accept_begin(xe, &params, req->remote_addr);
 	if (ret)
 		goto out;
-	ep->remote_addr = req->remote_addr;
+	ep->remote_addr = *req->remote_addr;
 	ret = ofx_ep_recv_go_live(ep, false);
 	if (ret)
 		goto err_abort;

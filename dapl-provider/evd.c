@@ -812,26 +812,34 @@ static void evd_notify_report(void *arg, unsigned int waited_s)
 	ofx_warn("evd %p: a completion handler has run for %u s, still waiting", arg, waited_s);
 }
 
-void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
+/* Returns once no drain runs owners' notify ops (ordered after the drains by the caller). */
+static void evd_notify_idle_wait(struct ofx_evd *evd)
 {
-	/* taking the lock orders us after any drain that saw the EP alive */
-	pthread_mutex_lock(&evd->lock);
-	pthread_mutex_unlock(&evd->lock);
 	/* the usual case, no drain in its owners' ops: no clock, no waiter */
 	if (evd_notify_is_idle(evd))
 		return;
 	ofx_waiter_wait_reporting(&evd->notify_idle, evd_notify_is_idle, evd, evd_notify_report);
 }
 
-int ofx_evd_drain_cq(struct ofx_evd *evd)
+void ofx_evd_wait_notify_idle(struct ofx_evd *evd)
+{
+	/* taking the lock orders us after any drain that saw the EP alive */
+	pthread_mutex_lock(&evd->lock);
+	pthread_mutex_unlock(&evd->lock);
+	evd_notify_idle_wait(evd);
+}
+
+/*
+ * ofx_evd_drain_cq, and whether the ring had room after the last pass
+ * (false: CQEs may remain behind a full ring), read in that pass's lock.
+ */
+static int evd_drain_cq(struct ofx_evd *evd, bool *room_p)
 {
 	struct ibv_wc wc[OFX_EVD_POLL_MAX];
 	struct evd_notify notify[OFX_EVD_POLL_MAX];
 	int total = 0, nnotify, ret;
 	bool more;
 
-	if (!evd->cq)
-		return 0;
 	do {
 		pthread_mutex_lock(&evd->lock);
 		/*
@@ -842,6 +850,7 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 		/* announced under the lock: ep teardown waits for it to drop */
 		if (nnotify)
 			atomic_fetch_add(&evd->notify_inflight, 1);
+		*room_p = evd->count < evd->qlen;
 		pthread_mutex_unlock(&evd->lock);
 		evd_run_notify(notify, nnotify);
 		if (nnotify)
@@ -853,16 +862,34 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 	return total;
 }
 
+int ofx_evd_drain_cq(struct ofx_evd *evd)
+{
+	bool room;
+
+	if (!evd->cq)
+		return 0;
+	return evd_drain_cq(evd, &room);
+}
+
 bool ofx_evd_drain_all(struct ofx_evd *evd)
 {
 	bool room;
 
 	if (!evd || !evd->cq)
 		return true;
-	ofx_evd_drain_cq(evd);
-	pthread_mutex_lock(&evd->lock);
-	room = evd->count < evd->qlen;
-	pthread_mutex_unlock(&evd->lock);
+	evd_drain_cq(evd, &room);
+	return room;
+}
+
+bool ofx_evd_drain_owner_gone(struct ofx_evd *evd)
+{
+	bool room;
+
+	if (!evd->cq)
+		return true;
+	/* the drain's lock orders us after any drain that saw the owner alive */
+	evd_drain_cq(evd, &room);
+	evd_notify_idle_wait(evd);
 	return room;
 }
 
@@ -952,16 +979,50 @@ static int evd_poll_cancellable(struct ofx_evd *evd, struct pollfd *pfd, int nfd
 }
 
 /*
+ * How long a wait may still sleep.  The first sleep takes the caller's
+ * timeout as it stands, with no second clock read (the deadline was read
+ * just before, and poll() rounds up); later ones count down to the
+ * deadline.  An infinite wait never reads the clock.
+ */
+struct evd_timeout {
+	uint64_t deadline;	/* ofx_now_ns; UINT64_MAX: none */
+	int first_ms;		/* the first sleep's; EVD_MS_DEADLINE once taken */
+};
+
+#define EVD_MS_DEADLINE (-2)
+
+static void evd_timeout_init(struct evd_timeout *to, DAT_TIMEOUT timeout)
+{
+	if (timeout == DAT_TIMEOUT_INFINITE) {
+		*to = (struct evd_timeout){ .deadline = UINT64_MAX, .first_ms = -1 };
+		return;
+	}
+	/* a zero timeout never sleeps (evd_wait_loop): no clock for it either */
+	to->deadline = timeout ? ofx_now_ns() + (uint64_t)timeout * 1000 : 0;
+	to->first_ms = (int)(((uint64_t)timeout + 999) / 1000);
+}
+
+static int evd_timeout_ms(struct evd_timeout *to)
+{
+	int ms = to->first_ms;
+
+	if (ms == EVD_MS_DEADLINE)
+		return ofx_poll_timeout_ms(to->deadline);
+	to->first_ms = EVD_MS_DEADLINE;
+	return ms;
+}
+
+/*
  * The core of every wait on the EVD (evd_wait, ofx_evd_wait_cq), called
  * between two drains of its CQs.  The first call after a completion event
  * arms the CQs and returns at once, so that the caller drains again: a
  * completion between its drain and the arm is not lost.  The next one
  * sleeps in poll() on the completion channel, and with `wake` the eventfd,
- * until one fires or `deadline` passes, and consumes what fired.  0 to
- * drain and test again, -ETIMEDOUT once the deadline passed, or a
+ * until one fires or the timeout `to` runs out, and consumes what fired.
+ * 0 to drain and test again, -ETIMEDOUT once the deadline passed, or a
  * negative errno.  No EVD lock held.
  */
-static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t deadline,
+static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, struct evd_timeout *to,
 		     int cancel_state)
 {
 	struct pollfd pfd[2];
@@ -973,7 +1034,7 @@ static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t dea
 		*armed_p = true;
 		return 0;
 	}
-	ms = ofx_poll_timeout_ms(deadline);
+	ms = evd_timeout_ms(to);
 	if (!ms)
 		return -ETIMEDOUT;
 	if (wake) {
@@ -1008,6 +1069,7 @@ static int evd_block(struct ofx_evd *evd, bool *armed_p, bool wake, uint64_t dea
 int ofx_evd_wait_cq(struct ofx_evd *evd, bool (*done)(void *arg), void *arg,
 		    uint64_t deadline_ns)
 {
+	struct evd_timeout to = { .deadline = deadline_ns, .first_ms = EVD_MS_DEADLINE };
 	bool armed = false;
 	int ret;
 
@@ -1019,7 +1081,7 @@ int ofx_evd_wait_cq(struct ofx_evd *evd, bool (*done)(void *arg), void *arg,
 			return ret;
 		if (done(arg))
 			return 0;
-		ret = evd_block(evd, &armed, false, deadline_ns, PTHREAD_CANCEL_DISABLE);
+		ret = evd_block(evd, &armed, false, &to, PTHREAD_CANCEL_DISABLE);
 		if (ret < 0)
 			return ret;
 	}
@@ -1037,24 +1099,106 @@ static int evd_wait_drain(struct ofx_evd *evd)
 }
 
 /*
- * Wait loop of evd_wait; runs with evd->waiter set and the lock held,
- * which it drops around each drain and block.  Returns with the lock held.
+ * One look at the EVD inside evd_wait (lock held): drains its CQs, then
+ * ends the wait if it can (true, *status_p set: an event, or why not).
+ */
+static bool evd_wait_look(struct ofx_evd *evd, DAT_COUNT threshold, DAT_EVENT *event,
+			  DAT_COUNT *nmore, DAT_RETURN *status_p)
+{
+	int ret;
+
+	if (evd->cq) {
+		ret = evd_wait_drain(evd);
+		if (ret < 0) {
+			*status_p = ofx_dat_status(ret, OFX_OBJ_EVD);
+			return true;
+		}
+	}
+	if (evd->catastrophic) {
+		*status_p = evd_err_state(DAT_NO_SUBTYPE);
+		return true;
+	}
+	if (!evd->waitable) {
+		*status_p = evd_err_state(DAT_INVALID_STATE_EVD_UNWAITABLE);
+		return true;
+	}
+	if (evd->count < threshold)
+		return false;
+	evd_pop_locked(evd, event);
+	if (nmore)
+		*nmore = evd->count;
+	*status_p = DAT_SUCCESS;
+	return true;
+}
+
+/*
+ * Wait loop of evd_wait on an EVD with a CQ; runs with evd->waiter set and
+ * the lock held, which it drops around each drain and block.  Returns
+ * with the lock held.
  */
 static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
 				DAT_EVENT *event, DAT_COUNT *nmore, int cancel_state)
 {
-	uint64_t deadline = timeout == DAT_TIMEOUT_INFINITE ? UINT64_MAX :
-			    ofx_now_ns() + (uint64_t)timeout * 1000;
-	/* the deadline is read by evd_block, which says when it passed */
+	struct evd_timeout to;
 	bool armed = false, expired = timeout == 0;
+	DAT_RETURN status;
 	int ret;
 
+	/* the deadline is read by evd_block, which says when it passed */
+	evd_timeout_init(&to, timeout);
 	for (;;) {
-		if (evd->cq) {
-			ret = evd_wait_drain(evd);
-			if (ret < 0)
-				return ofx_dat_status(ret, OFX_OBJ_EVD);
+		if (evd_wait_look(evd, threshold, event, nmore, &status))
+			return status;
+		if (expired) {
+			if (nmore)
+				*nmore = evd->count;
+			return DAT_TIMEOUT_EXPIRED;
 		}
+		pthread_mutex_unlock(&evd->lock);
+
+		/* -ETIMEDOUT: the test above reports it, after a last look */
+		ret = evd_block(evd, &armed, true, &to, cancel_state);
+		expired = ret == -ETIMEDOUT;
+		pthread_mutex_lock(&evd->lock);
+		if (ret < 0 && !expired)
+			return ofx_dat_status(ret, OFX_OBJ_EVD);
+	}
+}
+
+/*
+ * The wait of an EVD without a CQ (the connection and CR EVDs, the
+ * software ones): nothing to drain or arm, only the eventfd to sleep on.
+ * Runs as evd_wait_loop does, the ring found short of `threshold` by the
+ * caller, who has just looked at it: so the first step is the sleep.  The
+ * time left is taken with the lock held, right after a look: when none is
+ * left, that look was the last.
+ */
+static DAT_RETURN evd_wait_sw(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_COUNT threshold,
+			      DAT_EVENT *event, DAT_COUNT *nmore, int cancel_state)
+{
+	struct pollfd pfd = { .fd = evd->wake_fd, .events = POLLIN };
+	struct evd_timeout to;
+	int ret, ms;
+
+	if (!timeout)
+		goto expired;
+	evd_timeout_init(&to, timeout);
+	for (;;) {
+		ms = evd_timeout_ms(&to);
+		if (!ms)
+			goto expired;
+		pthread_mutex_unlock(&evd->lock);
+		ret = cancel_state == PTHREAD_CANCEL_ENABLE ? evd_poll_cancellable(evd, &pfd, 1, ms) :
+							      poll(&pfd, 1, ms);
+		if (ret > 0) {
+			evd_consume_wake(evd);
+		} else if (ret < 0 && errno != EINTR) {
+			ret = -errno;
+			ofx_err("evd %p: poll: %m", (void *)evd);
+			pthread_mutex_lock(&evd->lock);
+			return ofx_dat_status(ret, OFX_OBJ_EVD);
+		}
+		pthread_mutex_lock(&evd->lock);
 		if (evd->catastrophic)
 			return evd_err_state(DAT_NO_SUBTYPE);
 		if (!evd->waitable)
@@ -1065,20 +1209,11 @@ static DAT_RETURN evd_wait_loop(struct ofx_evd *evd, DAT_TIMEOUT timeout, DAT_CO
 				*nmore = evd->count;
 			return DAT_SUCCESS;
 		}
-		if (expired) {
-			if (nmore)
-				*nmore = evd->count;
-			return DAT_TIMEOUT_EXPIRED;
-		}
-		pthread_mutex_unlock(&evd->lock);
-
-		/* -ETIMEDOUT: the test above reports it, after a last look */
-		ret = evd_block(evd, &armed, true, deadline, cancel_state);
-		expired = ret == -ETIMEDOUT;
-		pthread_mutex_lock(&evd->lock);
-		if (ret < 0 && !expired)
-			return ofx_dat_status(ret, OFX_OBJ_EVD);
 	}
+expired:
+	if (nmore)
+		*nmore = evd->count;
+	return DAT_TIMEOUT_EXPIRED;
 }
 
 /* What refuses a dat_evd_wait before it waits (evd->lock held). */
@@ -1099,7 +1234,7 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 			DAT_EVENT *event, DAT_COUNT *nmore)
 {
 	struct ofx_evd *evd = ofx_evd_from_handle(h);
-	int cancel_state, cancel_type, ignored;
+	int cancel_state, cancel_type = PTHREAD_CANCEL_DEFERRED, ignored;
 	DAT_RETURN status;
 
 	if (!evd)
@@ -1107,9 +1242,12 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 	if (!event)
 		return OFX_INVALID_ARG(4);
 
-	/* cancellable only inside poll(), deferred: see evd_poll_cancellable */
+	/*
+	 * Cancellable only inside poll(), deferred: see evd_poll_cancellable.
+	 * What was disabled already stays so, whatever its type: the type
+	 * is only switched (and put back) for a wait that may be cancelled.
+	 */
 	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &cancel_state);
-	pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &cancel_type);
 	if (cancel_state != PTHREAD_CANCEL_ENABLE)
 		cancel_state = PTHREAD_CANCEL_DISABLE;
 	pthread_mutex_lock(&evd->lock);
@@ -1126,13 +1264,18 @@ DAT_RETURN ofx_evd_wait(DAT_EVD_HANDLE h, DAT_TIMEOUT timeout, DAT_COUNT thresho
 			*nmore = evd->count;
 		goto out_unlock;
 	}
+	if (cancel_state == PTHREAD_CANCEL_ENABLE)
+		pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &cancel_type);
 	evd->waiter = true;
-	status = evd_wait_loop(evd, timeout, threshold, event, nmore, cancel_state);
+	status = evd->cq ? evd_wait_loop(evd, timeout, threshold, event, nmore, cancel_state) :
+			   evd_wait_sw(evd, timeout, threshold, event, nmore, cancel_state);
 	evd->waiter = false;
 out_unlock:
 	pthread_mutex_unlock(&evd->lock);
-	pthread_setcanceltype(cancel_type, &ignored);
-	pthread_setcancelstate(cancel_state, &ignored);
+	if (cancel_type != PTHREAD_CANCEL_DEFERRED)
+		pthread_setcanceltype(cancel_type, &ignored);
+	if (cancel_state == PTHREAD_CANCEL_ENABLE)
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, &ignored);
 	return status;
 }
 

@@ -169,6 +169,12 @@ int ofx_evd_drain_cq(struct ofx_evd *evd);
  */
 bool ofx_evd_drain_all(struct ofx_evd *evd);
 /*
+ * An owner (an EP) is gone from the CQs (its QP destroyed, its completions
+ * dropped from now on): ofx_evd_drain_all, then ofx_evd_wait_notify_idle,
+ * the drain's lock ordering the wait as the latter's own would.
+ */
+bool ofx_evd_drain_owner_gone(struct ofx_evd *evd);
+/*
  * A wait on the EVD's completions where no progress engine drains them
  * (XRC teardown at ia_close, after the engine stopped): drains the CQs
  * (the owners' notify ops run), and until done(arg) holds after a drain

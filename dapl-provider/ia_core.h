@@ -61,7 +61,12 @@ struct ofx_ia_stats {
 struct ofx_rmr_index {
 	pthread_mutex_t lock;
 	struct ofx_rmr *buckets[OFX_RMR_INDEX_BUCKETS];
-	size_t count;	/* RMRs in the buckets: an EP's teardown skips the walk at 0 */
+	/*
+	 * RMRs in the buckets, changed under lock: an EP's teardown reads it
+	 * without, and skips the walk at 0 (an RMR bound through the EP was
+	 * counted before the bind, which the consumer ordered before the free).
+	 */
+	_Atomic size_t count;
 };
 
 struct ofx_ia {

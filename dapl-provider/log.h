@@ -59,7 +59,7 @@ const char *ofx_log_level_str(enum ofx_log_level level);
 
 void ofx_log_write(enum ofx_log_level level, enum ofx_log_subsys subsys,
 		   const char *func, int line, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
+	__attribute__((format(printf, 5, 6), cold));
 
 static inline bool ofx_log_enabled(enum ofx_log_level level, enum ofx_log_subsys subsys)
 {

@@ -39,7 +39,8 @@ struct ofx_progress {
 	 * any lock, and arm/cancel may be called with object locks held.
 	 */
 	pthread_mutex_t lock;
-	pthread_cond_t idle;	/* signalled after every handler and callback */
+	pthread_cond_t idle;	/* signalled after a handler or callback, if waited on */
+	unsigned int idle_waiters;	/* threads in pthread_cond_wait(idle) */
 	struct ofx_list fds;	/* struct ofx_progress_fd */
 	struct ofx_list timers;	/* armed struct ofx_timer, by deadline */
 	struct ofx_progress_fd *running_fd; /* handler being called, if any */
@@ -113,6 +114,24 @@ static struct ofx_progress_fd *ofx_progress_find_fd(struct ofx_progress *prog, i
 }
 
 /*
+ * A handler or callback finished (lock held): wakes who waits for that.
+ * Nobody, as a rule: the call is then a load and a branch.
+ */
+static void progress_idle_signal(struct ofx_progress *prog)
+{
+	if (prog->idle_waiters)
+		pthread_cond_broadcast(&prog->idle);
+}
+
+/* Waits for the next progress_idle_signal (lock held). */
+static void progress_idle_wait(struct ofx_progress *prog)
+{
+	prog->idle_waiters++;
+	pthread_cond_wait(&prog->idle, &prog->lock);
+	prog->idle_waiters--;
+}
+
+/*
  * Runs the expired timers and returns the epoll timeout until the next one
  * (-1: none).  Called and returns with the lock held; drops it around each
  * callback, so the list is re-read from its head after every call.
@@ -145,23 +164,21 @@ static int ofx_progress_run_timers(struct ofx_progress *prog)
 		fn(arg);
 		pthread_mutex_lock(&prog->lock);
 		prog->cb_finished++;
-		pthread_cond_broadcast(&prog->idle);
+		progress_idle_signal(prog);
 	}
 }
 
+/* Calls the handler of `fd`; called and returns with the lock held, dropped around it. */
 static void ofx_progress_dispatch(struct ofx_progress *prog, int fd)
 {
 	struct ofx_progress_fd *e;
 	ofx_fd_handler fn;
 	void *arg;
 
-	pthread_mutex_lock(&prog->lock);
 	/* The fd may have been removed since epoll_wait returned it. */
 	e = prog->stop ? NULL : ofx_progress_find_fd(prog, fd);
-	if (!e) {
-		pthread_mutex_unlock(&prog->lock);
+	if (!e)
 		return;
-	}
 	fn = e->fn;
 	arg = e->arg;
 	prog->running_fd = e;
@@ -173,8 +190,7 @@ static void ofx_progress_dispatch(struct ofx_progress *prog, int fd)
 	pthread_mutex_lock(&prog->lock);
 	prog->running_fd = NULL;
 	prog->cb_finished++;
-	pthread_cond_broadcast(&prog->idle);
-	pthread_mutex_unlock(&prog->lock);
+	progress_idle_signal(prog);
 }
 
 static void *ofx_progress_thread(void *arg)
@@ -187,23 +203,20 @@ static void *ofx_progress_thread(void *arg)
 	pthread_setname_np(pthread_self(), prog->name);
 	ofx_dbg("progress %s: started", prog->name);
 
+	/* the lock is held but in epoll_wait and the handlers (dispatch) */
+	pthread_mutex_lock(&prog->lock);
 	for (;;) {
-		pthread_mutex_lock(&prog->lock);
 		timeout = ofx_progress_run_timers(prog);
-		if (prog->stop) {
-			pthread_mutex_unlock(&prog->lock);
+		if (prog->stop)
 			break;
-		}
 		pthread_mutex_unlock(&prog->lock);
-
 		n = epoll_wait(prog->epfd, evs, OFX_PROGRESS_MAX_EVENTS, timeout);
-		if (n < 0) {
-			if (errno == EINTR)
-				continue;
+		if (n < 0 && errno != EINTR) {
 			/* Only a bad epfd gets here; spinning on it would not help. */
 			ofx_err("progress %s: epoll_wait: %m", prog->name);
-			break;
+			goto out;
 		}
+		pthread_mutex_lock(&prog->lock);
 		for (i = 0; i < n; i++) {
 			if (evs[i].data.fd == prog->wake_fd)
 				ofx_progress_drain_wake(prog);
@@ -211,6 +224,8 @@ static void *ofx_progress_thread(void *arg)
 				ofx_progress_dispatch(prog, evs[i].data.fd);
 		}
 	}
+	pthread_mutex_unlock(&prog->lock);
+out:
 
 	ofx_dbg("progress %s: stopped", prog->name);
 	return NULL;
@@ -396,15 +411,21 @@ int ofx_progress_del_fd(struct ofx_progress *prog, int fd)
 		}
 	}
 	while (prog->running_fd == e && !ofx_progress_in_thread(prog))
-		pthread_cond_wait(&prog->idle, &prog->lock);
+		progress_idle_wait(prog);
 	pthread_mutex_unlock(&prog->lock);
 
 	free(e);
 	return ret;
 }
 
-void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
-			       uint64_t deadline, ofx_timer_fn fn, void *arg)
+/*
+ * Arms `t` (see ofx_progress_timer_arm_at); the thread is woken for a new
+ * earliest deadline before `wake_before` only: a later one it learns of
+ * at its next wakeup, which the caller knows comes before then.
+ */
+static inline __attribute__((always_inline)) void
+timer_arm(struct ofx_progress *prog, struct ofx_timer *t, uint64_t deadline, ofx_timer_fn fn,
+	  void *arg, uint64_t wake_before)
 {
 	struct ofx_list *pos;
 	bool first;
@@ -433,8 +454,24 @@ void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
 	ofx_list_add_tail(pos->next, &t->link);
 	pthread_mutex_unlock(&prog->lock);
 
-	if (first && !ofx_progress_in_thread(prog))
+	if (first && deadline < wake_before && !ofx_progress_in_thread(prog))
 		ofx_progress_wake(prog);
+}
+
+void ofx_progress_timer_arm_at(struct ofx_progress *prog, struct ofx_timer *t,
+			       uint64_t deadline, ofx_timer_fn fn, void *arg)
+{
+	timer_arm(prog, t, deadline, fn, arg, UINT64_MAX);
+}
+
+void ofx_progress_timer_arm_before_event(struct ofx_progress *prog, struct ofx_timer *t,
+					 uint64_t timeout_us, uint64_t event_us, ofx_timer_fn fn,
+					 void *arg)
+{
+	uint64_t now = prog ? ofx_now_ns() : 0;
+
+	/* twice the event's bound: its delivery may lag a little behind it */
+	timer_arm(prog, t, now + timeout_us * 1000, fn, arg, now + 2 * event_us * 1000);
 }
 
 /* ofx_progress_timer_cancel saw `t` armed: it may have fired since. */
@@ -462,6 +499,6 @@ void ofx_progress_barrier(struct ofx_progress *prog)
 	/* Only one callback runs at a time: waiting for the current one is enough. */
 	target = prog->cb_started;
 	while (prog->cb_finished < target)
-		pthread_cond_wait(&prog->idle, &prog->lock);
+		progress_idle_wait(prog);
 	pthread_mutex_unlock(&prog->lock);
 }

@@ -66,6 +66,17 @@ static inline void ofx_progress_timer_arm(struct ofx_progress *prog, struct ofx_
 	/* no engine: the arm says so, the clock need not be read */
 	ofx_progress_timer_arm_at(prog, t, prog ? ofx_now_ns() + timeout_us * 1000 : 0, fn, arg);
 }
+/*
+ * ofx_progress_timer_arm for a timer armed right after starting work whose
+ * end (done or failed) is an event on a watched fd within `event_us`, such
+ * as an rdma_resolve_addr: the thread handles that event, and then takes
+ * the timer's deadline for its sleep.  A timer not due before then (twice
+ * `event_us`, for the event's lag) needs no wakeup of the thread now, which
+ * saves a write, an epoll round and a read per connect.
+ */
+void ofx_progress_timer_arm_before_event(struct ofx_progress *prog, struct ofx_timer *t,
+					 uint64_t timeout_us, uint64_t event_us, ofx_timer_fn fn,
+					 void *arg);
 bool ofx_progress_timer_cancel_armed(struct ofx_progress *prog, struct ofx_timer *t);
 
 /* Most timers a connection cancels were never armed, or fired: no call then. */

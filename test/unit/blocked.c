@@ -102,6 +102,14 @@ bool ut_in_epoll_longer(long nr, const unsigned long args[6], void *min_ms)
 	return epoll && timeout > *(int *)min_ms;
 }
 
+bool ut_in_epoll_forever(long nr, const unsigned long args[6], void *unused)
+{
+	int any = -2;
+
+	/* epoll_wait's -1: no timeout */
+	return ut_in_epoll_longer(nr, args, &any) && (int)args[3] < 0;
+}
+
 bool ut_await_blocked(pid_t tid, bool (*match)(long nr, const unsigned long args[6], void *arg),
 		      void *arg)
 {

@@ -26,6 +26,9 @@ bool ut_in_poll(long nr, const unsigned long args[6], void *unused);
 /* Sleeps in epoll_wait() or epoll_pwait() with a timeout of more than *(int *)min_ms. */
 bool ut_in_epoll_longer(long nr, const unsigned long args[6], void *min_ms);
 
+/* Sleeps in epoll_wait() or epoll_pwait() with no timeout. */
+bool ut_in_epoll_forever(long nr, const unsigned long args[6], void *unused);
+
 /*
  * Waits (30 s at most) until thread `tid` sleeps in a system call `match`
  * accepts.  False if it never did; true also where /proc cannot tell (the

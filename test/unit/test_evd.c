@@ -437,7 +437,8 @@ static void *spurious_main(void *p)
 	uint64_t one = 1;
 
 	while (!atomic_load(&a->stop) && now_us() < end) {
-		fake_spurious_channel_event(a->evd);
+		if (a->evd->cq)
+			fake_spurious_channel_event(a->evd);
 		if (write(a->evd->wake_fd, &one, sizeof(one)) != sizeof(one))
 			atomic_fetch_add(&fake_verbs.write_failures, 1);
 		sleep_us(2000);	/* the stream of wakeups is the thing under test */
@@ -448,7 +449,8 @@ static void *spurious_main(void *p)
 	return NULL;
 }
 
-static void test_timeout_honoured_despite_spurious_wakeups(void)
+/* With `flags` a CQ-backed EVD or one without a CQ (the wait of each differs). */
+static void timeout_despite_spurious_wakeups(DAT_EVD_FLAGS flags)
 {
 	struct spurious_arg s = { 0 };
 	DAT_COUNT nmore = -1;
@@ -458,7 +460,7 @@ static void test_timeout_honoured_despite_spurious_wakeups(void)
 	pthread_t th;
 
 	setup();
-	s.evd = evd_new(4, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG);
+	s.evd = evd_new(4, flags);
 	CU_ASSERT_FATAL(pthread_create(&th, NULL, spurious_main, &s) == 0);
 	t0 = now_us();
 	st = ofx_evd_wait(s.evd, 60000, 1, &ev, &nmore);
@@ -472,6 +474,17 @@ static void test_timeout_honoured_despite_spurious_wakeups(void)
 	CU_ASSERT(dt >= 60000);
 	ofx_evd_destroy(s.evd);
 	teardown();
+}
+
+static void test_timeout_honoured_despite_spurious_wakeups(void)
+{
+	timeout_despite_spurious_wakeups(DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG);
+}
+
+/* The wait without a CQ takes its first sleep from the timeout, then counts down. */
+static void test_timeout_honoured_despite_spurious_wakeups_no_cq(void)
+{
+	timeout_despite_spurious_wakeups(DAT_EVD_CONNECTION_FLAG);
 }
 
 static void test_second_waiter_is_refused(void)
@@ -522,6 +535,81 @@ static void test_set_unwaitable_wakes_the_waiter(void)
 	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(conn_tag(&ev), 4);
 	ofx_evd_destroy(w.evd);
+	teardown();
+}
+
+static void test_set_unwaitable_wakes_the_waiter_no_cq(void)
+{
+	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
+	pthread_t wt;
+
+	setup();
+	w.evd = evd_new(4, DAT_EVD_CR_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
+	await_waiter(&w);
+	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(w.evd), DAT_SUCCESS);
+	join_waiter(w.evd, wt);
+	CU_ASSERT_EQUAL(w.status, OFX_DAT_ERR(DAT_INVALID_STATE,
+					      DAT_INVALID_STATE_EVD_UNWAITABLE));
+	ofx_evd_destroy(w.evd);
+	teardown();
+}
+
+static void *cancel_settings_main(void *arg)
+{
+	static const int settings[][2] = {
+		{ PTHREAD_CANCEL_ENABLE, PTHREAD_CANCEL_ASYNCHRONOUS },
+		{ PTHREAD_CANCEL_ENABLE, PTHREAD_CANCEL_DEFERRED },
+		{ PTHREAD_CANCEL_DISABLE, PTHREAD_CANCEL_ASYNCHRONOUS },
+		{ PTHREAD_CANCEL_DISABLE, PTHREAD_CANCEL_DEFERRED },
+	};
+	struct ofx_evd *evd = arg;
+	int state, type, bad = 0;
+	DAT_COUNT nmore;
+	DAT_EVENT ev;
+
+	for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+		/* an event found at once, an expiry after a sleep, a refusal */
+		for (int kind = 0; kind < 3; kind++) {
+			DAT_RETURN st;
+
+			if (kind == 0)
+				post_conn(evd, 1);
+			/* the type first: async with cancellation enabled cancels anywhere */
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+			pthread_setcanceltype(settings[i][1], NULL);
+			pthread_setcancelstate(settings[i][0], NULL);
+			st = ofx_evd_wait(evd, kind == 1 ? 1000 : 0, kind == 2 ? 0 : 1, &ev, &nmore);
+			pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, &state);
+			pthread_setcanceltype(PTHREAD_CANCEL_DEFERRED, &type);
+			if (state != settings[i][0] || type != settings[i][1])
+				bad++;
+			if (DAT_GET_TYPE(st) != (kind == 0 ? DAT_SUCCESS : kind == 1 ?
+						 DAT_TIMEOUT_EXPIRED : DAT_INVALID_PARAMETER))
+				bad++;
+		}
+	}
+	return (void *)(intptr_t)bad;
+}
+
+/* A wait gives the caller's cancellation state and type back, whichever path it took. */
+static void test_wait_keeps_the_callers_cancel_settings(void)
+{
+	struct ofx_evd *evd, *dto;
+	pthread_t t;
+	void *res;
+
+	setup();
+	evd = evd_new(4, DAT_EVD_CONNECTION_FLAG);
+	dto = evd_new(4, DAT_EVD_DTO_FLAG | DAT_EVD_CONNECTION_FLAG);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, cancel_settings_main, evd) == 0);
+	CU_ASSERT_EQUAL(pthread_join(t, &res), 0);
+	CU_ASSERT_PTR_EQUAL(res, NULL);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, cancel_settings_main, dto) == 0);
+	CU_ASSERT_EQUAL(pthread_join(t, &res), 0);
+	CU_ASSERT_PTR_EQUAL(res, NULL);
+	ofx_evd_destroy(evd);
+	ofx_evd_destroy(dto);
 	teardown();
 }
 
@@ -1251,8 +1339,14 @@ CU_TestInfo ofx_test_evd[] = {
 	{ "threshold 2 waits for two events", test_threshold_two_waits_for_two_events },
 	{ "timeout is honoured despite spurious wakeups",
 	  test_timeout_honoured_despite_spurious_wakeups },
+	{ "timeout is honoured despite spurious wakeups, evd without a cq",
+	  test_timeout_honoured_despite_spurious_wakeups_no_cq },
 	{ "second waiter is refused", test_second_waiter_is_refused },
 	{ "set_unwaitable wakes the waiter", test_set_unwaitable_wakes_the_waiter },
+	{ "set_unwaitable wakes the waiter of an evd without a cq",
+	  test_set_unwaitable_wakes_the_waiter_no_cq },
+	{ "a wait keeps the caller's cancellation state and type",
+	  test_wait_keeps_the_callers_cancel_settings },
 	{ "post_se rules", test_post_se_rules },
 	{ "create checks and query", test_create_checks_and_query },
 	{ "disabled evd still queues", test_disabled_evd_still_queues },

@@ -384,6 +384,56 @@ static void test_rearming_moves_the_deadline(void)
 	timer_log_fini(&log);
 }
 
+/*
+ * A timer armed after starting work that ends in an event (an address
+ * resolution) and due later than twice that event's bound leaves the
+ * thread asleep: it fires once the event was handled, never early.  One
+ * due sooner wakes the thread as any arm does.
+ */
+static void test_timer_armed_before_an_event_leaves_the_thread_asleep(void)
+{
+	struct ofx_progress *prog;
+	struct timer_ctx t[2];
+	struct timer_log log;
+	struct pipe_ctx c;
+	uint64_t armed;
+	pid_t tid;
+
+	CU_ASSERT_FATAL(ofx_progress_start(&prog, "unit") == 0);
+	timer_log_init(&log, prog);
+	pipe_ctx_init(&c, prog);
+	CU_ASSERT_EQUAL(ofx_progress_add_fd(prog, c.fds[0], pipe_handler, &c), 0);
+	memset(t, 0, sizeof(t));
+	for (int i = 0; i < 2; i++) {
+		t[i].log = &log;
+		t[i].id = i;
+	}
+	tid = unit_engine_thread();
+	/* asleep with no deadline: only a wakeup or an fd makes it look at timers */
+	CU_ASSERT_FATAL(ut_await_blocked(tid, ut_in_epoll_forever, NULL));
+	armed = ofx_now_ns();
+	ofx_progress_timer_arm_before_event(prog, &t[0].timer, 20000, 5000, timer_fn, &t[0]);
+	/* a negative check: a slow machine passes it too */
+	CU_ASSERT_FALSE(sem_wait_ms(&log.fired, 300));
+	CU_ASSERT_EQUAL(write(c.fds[1], "x", 1), 1);
+	CU_ASSERT_TRUE(sem_wait_ms(&c.fired, WAIT_MS));
+	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+	pthread_mutex_lock(&log.lock);
+	CU_ASSERT_EQUAL(log.n, 1);
+	CU_ASSERT(log.n == 1 && log.at_ns[0] >= armed + 20000000ull);
+	pthread_mutex_unlock(&log.lock);
+
+	/* 20 ms is within twice a 50 ms bound: the arm wakes the thread */
+	CU_ASSERT_FATAL(ut_await_blocked(tid, ut_in_epoll_forever, NULL));
+	ofx_progress_timer_arm_before_event(prog, &t[1].timer, 20000, 50000, timer_fn, &t[1]);
+	CU_ASSERT_TRUE(sem_wait_ms(&log.fired, WAIT_MS));
+	CU_ASSERT_EQUAL(log_count(&log), 2);
+
+	ofx_progress_stop(prog);
+	pipe_ctx_fini(&c);
+	timer_log_fini(&log);
+}
+
 static void test_stop_joins_promptly_with_timers_pending(void)
 {
 	struct ofx_progress *prog;
@@ -566,6 +616,8 @@ CU_TestInfo ofx_test_progress[] = {
 	{ "a cancelled earliest timer still lets the next one fire",
 	  test_cancelled_head_still_lets_the_next_fire },
 	{ "barrier waits for the running callback", test_barrier_waits_for_the_running_callback },
+	{ "a timer armed before an event leaves the thread asleep",
+	  test_timer_armed_before_an_event_leaves_the_thread_asleep },
 	{ "stop joins promptly with timers pending",
 	  test_stop_joins_promptly_with_timers_pending },
 	CU_TEST_INFO_NULL,

@@ -631,7 +631,7 @@ static void test_disconnect_while_pending_ends_both_sides(void)
 	pthread_mutex_unlock(&ea->lock);
 	memset(&cr, 0, sizeof(cr));
 	cr.cm_id = (struct rdma_cm_id *)&cr;
-	cr.remote_addr = a->ia.addr;
+	cr.remote_addr = &a->ia.addr;
 	CU_ASSERT_EQUAL(ofx_pdata_decode(ea->req_pdata, ea->req_pdata_len, &cr.hdr), 0);
 	cr.has_hdr = true;
 	pthread_mutex_lock(&eb->lock);
@@ -1279,7 +1279,7 @@ static void test_rc_accept_grants_the_depths_the_peer_asked(void)
 
 	memset(&cr, 0, sizeof(cr));
 	cr.cm_id = passive;
-	cr.remote_addr = a->ia.addr;
+	cr.remote_addr = &a->ia.addr;
 	cr.param = ev;
 	fake_cm.accept_errno = EINVAL; /* look at the parameters only */
 	pthread_mutex_lock(&eb->lock);

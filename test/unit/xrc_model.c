@@ -2614,7 +2614,7 @@ void xm_connect(struct xm_proc *a, struct ofx_ep *ea, struct xm_proc *b, struct 
 	/* P: the REQ arrives as a CR, the consumer accepts */
 	memset(&cr, 0, sizeof(cr));
 	cr.cm_id = &dummy_id;
-	cr.remote_addr = a->ia.addr;
+	cr.remote_addr = &a->ia.addr;
 	CU_ASSERT_EQUAL_FATAL(ofx_pdata_decode(ea->req_pdata, ea->req_pdata_len, &cr.hdr), 0);
 	cr.has_hdr = true;
 	pthread_mutex_lock(&eb->lock);
