@@ -156,7 +156,7 @@ struct ofx_ep {
 	bool rtr_arrived;		/* passive: the peer's RTR completed */
 	bool cm_established;		/* passive: rdma_cm reported ESTABLISHED */
 	bool rtr_peer_gone;		/* passive: DISCONNECTED came in RTR_WAIT (ep_cm.c) */
-	struct ofx_timer rtr_timer;	/* passive: the RTR wait's first look, then its deadline */
+	struct ofx_timer rtr_timer;	/* passive: the RTR wait's deadline, or its look after a hang-up */
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
 	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */
 

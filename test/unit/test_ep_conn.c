@@ -1125,6 +1125,40 @@ static void test_passive_rtr_before_established_needs_no_watch(void)
 	teardown(&f);
 }
 
+/*
+ * The first look into the recv CQ is the CM handler's own, once it has
+ * dropped the EP lock: no timer and no progress engine are needed for an
+ * RTR already in the CQ (there is none here), and the ESTABLISHED is posted
+ * by the time the CM event is handled.
+ */
+static void test_passive_rtr_first_look_is_the_cm_handlers(void)
+{
+	struct fixture f;
+	struct passive p;
+	unsigned char req[64];
+	struct ofx_evd *recv;
+	int n;
+
+	setup(&f, OFX_TRANSPORT_IWARP);
+	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
+	CU_ASSERT_FATAL(n > 0);
+	request_arrives(&f, &p, req, n);
+	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
+	recv = f.e->recv_evd;
+	rtr_push(&f, recv);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	CU_ASSERT_FALSE(f.e->rtr_watch);
+	CU_ASSERT_EQUAL(recv->channel_watchers, 0);
+	CU_ASSERT_EQUAL(recv->count, 0);	/* the RTR is never a DTO event */
+	expect_no_event(&f);
+	passive_done(&p);
+	teardown(&f);
+}
+
 /* iWARP: a p2p request with `rtr` accepted, and the CM's ESTABLISHED delivered. */
 static void p2p_accepted_up(struct fixture *f, struct passive *p, enum ofx_rtr_type rtr)
 {
@@ -1648,6 +1682,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	  test_passive_rtr_completion_wakes_the_progress_thread },
 	{ "p2p passive: an RTR before ESTABLISHED needs no channel watch",
 	  test_passive_rtr_before_established_needs_no_watch },
+	{ "p2p passive: the CM handler takes an RTR already in the CQ",
+	  test_passive_rtr_first_look_is_the_cm_handlers },
 	{ "p2p passive: WRITE RTR needs no receive", test_passive_p2p_write_rtr_needs_no_receive },
 	{ "p2p: a read RTR gets a read depth", test_read_rtr_gets_a_read_depth },
 	{ "p2p: siw grants a write RTR for a read", test_siw_grants_a_write_rtr_for_a_read },
