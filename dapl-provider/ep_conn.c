@@ -77,12 +77,14 @@ void ofx_ep_conn_init(struct ofx_ep *ep, enum ofx_ep_state initial)
 	set_state(ep, initial);
 }
 
-void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
+/*
+ * The log lines of a move, out of line: with them inline, the saves their
+ * calls need cost every move more than the move itself.
+ */
+static __attribute__((noinline, cold)) void move_log(const struct ofx_ep *ep,
+						     enum ofx_ep_state to, bool allowed)
 {
-	ofx_lock_assert_held(&ep->lock);
-	if (ep->state == to)
-		return;
-	if (!ofx_ep_conn_move_allowed(ep->state, to)) {
+	if (!allowed) {
 		ofx_err("ep %p: no move from %s to %s (provider bug)", (void *)ep,
 			ofx_ep_state_str(ep->state), ofx_ep_state_str(to));
 #ifdef OFX_DEBUG
@@ -91,6 +93,18 @@ void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
 	}
 	ofx_dbg("ep %p: %s -> %s", (void *)ep, ofx_ep_state_str(ep->state),
 		ofx_ep_state_str(to));
+}
+
+void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
+{
+	bool allowed;
+
+	ofx_lock_assert_held(&ep->lock);
+	if (ep->state == to)
+		return;
+	allowed = ofx_ep_conn_move_allowed(ep->state, to);
+	if (ofx_unlikely(!allowed || ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS)))
+		move_log(ep, to, allowed);
 	set_state(ep, to);
 }
 
