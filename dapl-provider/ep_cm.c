@@ -799,6 +799,13 @@ static void rtr_timer_run(void *arg)
 	/* the RTR before ESTABLISHED, or one the ring had no room for */
 	if (ep->recv_evd)
 		ofx_evd_drain_cq(ep->recv_evd);
+	/*
+	 * Connected (by the drain, usually) or over: no RTR is awaited, and a
+	 * state that may send never moves back to RTR_WAIT but through a new
+	 * connection, which looks for itself.
+	 */
+	if (ofx_ep_conn_may_send(ep))
+		return;
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state == OFX_EP_RTR_WAIT && !ep->rtr_arrived) {
 		if (ep->rtr_peer_gone) {
@@ -872,7 +879,9 @@ static bool passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 		if (ep->p2p) {
 			/* connected now if the RTR is in, else once it is (rtr_wait_start) */
 			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
-			ofx_ep_conn_p2p_maybe_established(ep);
+			/* in already: a WRITE or READ RTR, or a drain took a SEND RTR */
+			if (ep->rtr_arrived)
+				ofx_ep_conn_p2p_maybe_established(ep);
 			return ep->state == OFX_EP_RTR_WAIT && rtr_wait_start(ep);
 		}
 		ofx_dbg("ep %p qp 0x%x established (passive)", (void *)ep, ofx_ep_qp_num(ep));

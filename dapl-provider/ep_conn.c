@@ -152,11 +152,17 @@ void ofx_ep_conn_teardown(struct ofx_ep *ep)
 	set_state(ep, OFX_EP_DISCONNECTED);
 }
 
+static __attribute__((noinline, cold)) void established_log(const struct ofx_ep *ep)
+{
+	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
+}
+
 void ofx_ep_conn_p2p_maybe_established(struct ofx_ep *ep)
 {
 	if (ep->state != OFX_EP_RTR_WAIT || !ep->rtr_arrived || !ep->cm_established)
 		return;
-	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
+	if (ofx_unlikely(ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS)))
+		established_log(ep);
 	/* a common-connect EP reports the initiator's data on this side too */
 	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED,
 			   ep->csp != NULL);
