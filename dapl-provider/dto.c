@@ -202,6 +202,13 @@ bool ofx_dto_convert_any(const struct ibv_wc *wc, struct ofx_cookie *slot, DAT_E
 			 ibv_wc_status_str(wc->status));
 		return false;
 	}
+	/*
+	 * A provider's own cookie outside any ring (an RTR, XRC's fence) is
+	 * not retired and not reused under us: its owner reads it in place.
+	 */
+	if ((slot->flags & (OFX_COOKIE_F_OWNER | OFX_COOKIE_F_INTERNAL)) ==
+	    (OFX_COOKIE_F_OWNER | OFX_COOKIE_F_INTERNAL) && !slot->ring)
+		return slot->owner->ops->complete(slot->owner, slot, slot, wc, ev, notify_p);
 	/* Copy first: once retired the slot may be reused by the poster. */
 	c = *slot;
 	if (c.ring)

@@ -61,6 +61,8 @@ struct ofx_cookie_ops {
 	 * ofx_dto_convert_any.  `c` is a copy of the slot, taken before its
 	 * ring retired it (a ring slot may be reused at once); `slot` is the
 	 * cookie itself, for an owner whose cookies live in its own memory.
+	 * An internal cookie outside a ring (OFX_COOKIE_F_INTERNAL, no ring)
+	 * is not copied: `c` is `slot`.
 	 * A cookie in a ring (c->ring) has been retired already.
 	 */
 	bool (*complete)(struct ofx_cookie_owner *owner, struct ofx_cookie *slot,

@@ -1863,28 +1863,30 @@ void ofx_ep_destroy(struct ofx_ep *ep)
 	ep_teardown(ep);
 }
 
+/* A failed work request breaks a live connection (ep->lock held); out of line, rare. */
+static __attribute__((noinline, cold)) void dto_failed(struct ofx_ep *ep, const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_WR_FLUSH_ERR &&
+	    (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT)) {
+		ofx_info("qp 0x%x completion error %s (vendor 0x%x)", ofx_ep_qp_num(ep),
+			 ibv_wc_status_str(wc->status), wc->vendor_err);
+		ofx_ep_conn_broken(ep, ibv_wc_status_str(wc->status));
+	}
+}
+
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 {
-	struct ofx_ia *ia = ep->obj.ia;
 	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 
 	if (ep->transport->completion(ep, wc))
 		return;
 	pthread_mutex_lock(&ep->lock);
-	if (ck == &ep->rtr_cookie && wc->status == IBV_WC_SUCCESS) {
-		if (ck->op == OFX_EP_OP_RTR_RECV) {
-			atomic_fetch_add(&ia->stats.rtr_received, 1);
-			ep->rtr_arrived = true;
-			ofx_ep_conn_p2p_maybe_established(ep);
-		}
-		pthread_mutex_unlock(&ep->lock);
-		return;
-	}
-	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR &&
-	    (ep->state == OFX_EP_CONNECTED || ep->state == OFX_EP_RTR_WAIT)) {
-		ofx_info("qp 0x%x completion error %s (vendor 0x%x)", ofx_ep_qp_num(ep),
-			 ibv_wc_status_str(wc->status), wc->vendor_err);
-		ofx_ep_conn_broken(ep, ibv_wc_status_str(wc->status));
+	if (wc->status != IBV_WC_SUCCESS) {
+		dto_failed(ep, wc);
+	} else if (ck == &ep->rtr_cookie && ck->op == OFX_EP_OP_RTR_RECV) {
+		atomic_fetch_add(&ep->obj.ia->stats.rtr_received, 1);
+		ep->rtr_arrived = true;
+		ofx_ep_conn_p2p_maybe_established(ep);
 	}
 	pthread_mutex_unlock(&ep->lock);
 }

@@ -162,7 +162,7 @@ struct ofx_ep {
 	 * then leaves the outcome to it.  Cleared as the RTR receive is posted.
 	 */
 	_Atomic bool rtr_polled;
-	struct ofx_timer rtr_timer;	/* passive: the RTR wait's first look, then its deadline */
+	struct ofx_timer rtr_timer;	/* passive: the RTR wait's deadline, or its look after a hang-up */
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
 	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */
 

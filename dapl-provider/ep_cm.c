@@ -789,10 +789,11 @@ static bool rtr_watch_start(struct ofx_ep *ep)
 }
 
 /*
- * rtr_timer.  Its first run comes right after the rdma_cm ESTABLISHED
- * (rtr_wait_start): the RTR usually beat it and sits in the CQ, which this
- * drain hands to the EP (ofx_ep_dto_notify), so no channel round trip was
- * needed.  Else it starts the channel watch and runs again at the deadline,
+ * The RTR wait's look into the recv CQ: first right after the rdma_cm
+ * ESTABLISHED (ep_event calls it once the EP lock is dropped, rtr_wait_start),
+ * where the RTR usually beat it and sits in the CQ, which this drain hands
+ * to the EP (ofx_ep_dto_notify), so no channel round trip was needed.  Else
+ * it starts the channel watch and runs again as rtr_timer at the deadline,
  * which is BROKEN unless the RTR came.  Completions found on the way stay
  * queued for the consumer.  An RTR another drain (the consumer's) took
  * from the CQ before this one, its notify not run yet, is rtr_polled: that
@@ -809,6 +810,13 @@ static void rtr_timer_run(void *arg)
 	/* the RTR before ESTABLISHED, or one the ring had no room for */
 	if (ep->recv_evd)
 		ofx_evd_drain_cq(ep->recv_evd);
+	/*
+	 * Connected (by the drain, usually) or over: no RTR is awaited, and a
+	 * state that may send never moves back to RTR_WAIT but through a new
+	 * connection, which looks for itself.
+	 */
+	if (ofx_ep_conn_may_send(ep))
+		return;
 	pthread_mutex_lock(&ep->lock);
 	if (ep->state == OFX_EP_RTR_WAIT && !ep->rtr_arrived) {
 		if (atomic_load(&ep->rtr_polled)) {
@@ -838,17 +846,18 @@ static void rtr_timer_run(void *arg)
 /*
  * A passive SEND-RTR EP is up at the CM, its RTR not seen yet: the consumer
  * may not be polling the recv CQ (it waits for ESTABLISHED on the
- * connection EVD), so rtr_timer looks there at once (rtr_timer_run); armed
- * in the progress thread, which runs this, it costs no wake.  The deadline
- * counts from here: before ESTABLISHED the CM's own timeouts end the
- * accept.  ofx_ep_conn_rtr_wait_end ends the timer and the watch.
+ * connection EVD), so the CM handler looks there at once (rtr_timer_run),
+ * but only once it has dropped the EP lock: the drain runs the owners'
+ * notify ops, this EP's among them.  In the handler, the event not acked
+ * yet, the EP cannot be freed under it (ofx_cm_id_destroy), and a look from
+ * there costs no timer and no wake.  The deadline counts from here: before
+ * ESTABLISHED the CM's own timeouts end the accept.  ofx_ep_conn_rtr_wait_end
+ * ends the timer and the watch.  true: the caller looks, unlocked.
  */
-static void rtr_wait_start(struct ofx_ep *ep)
+static bool rtr_wait_start(struct ofx_ep *ep)
 {
-	struct ofx_ia *ia = ep->obj.ia;
-
-	ep->rtr_deadline_ns = ofx_now_ns() + ia->cfg.rtr_timeout_ms * 1000000ull;
-	ofx_progress_timer_arm_at(ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
+	ep->rtr_deadline_ns = ofx_now_ns() + ep->obj.ia->cfg.rtr_timeout_ms * 1000000ull;
+	return true;
 }
 
 /*
@@ -876,7 +885,8 @@ static void rtr_wait_hung_up(struct ofx_ep *ep)
 	ofx_progress_timer_arm_at(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
 }
 
-static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
+/* true: the caller looks for the RTR once it has dropped the EP lock (rtr_wait_start). */
+static bool passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
@@ -884,16 +894,16 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 		if (ep->p2p) {
 			/* connected now if the RTR is in, else once it is (rtr_wait_start) */
 			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
-			ofx_ep_conn_p2p_maybe_established(ep);
-			if (ep->state == OFX_EP_RTR_WAIT)
-				rtr_wait_start(ep);
-			return;
+			/* in already: a WRITE or READ RTR, or a drain took a SEND RTR */
+			if (ep->rtr_arrived)
+				ofx_ep_conn_p2p_maybe_established(ep);
+			return ep->state == OFX_EP_RTR_WAIT && rtr_wait_start(ep);
 		}
 		ofx_dbg("ep %p qp 0x%x established (passive)", (void *)ep, ofx_ep_qp_num(ep));
 		/* a common-connect EP reports the initiator's data on this side too */
 		ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED,
 				   ep->csp != NULL);
-		return;
+		return false;
 	case RDMA_CM_EVENT_REJECTED:
 	case RDMA_CM_EVENT_CONNECT_ERROR:
 	case RDMA_CM_EVENT_UNREACHABLE:
@@ -902,10 +912,10 @@ static void passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 		qp_to_error(ep);
 		ofx_ep_conn_report(ep, OFX_EP_DISCONNECTED,
 				   DAT_CONNECTION_EVENT_ACCEPT_COMPLETION_ERROR, false);
-		return;
+		return false;
 	default:
 		ofx_dbg("ep %p: ignoring %s while accepting", (void *)ep, rdma_event_str(ev->event));
-		return;
+		return false;
 	}
 }
 
@@ -1022,6 +1032,7 @@ static __attribute__((noinline, cold)) void ep_event_log(const struct ofx_ep *ep
 static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
 	struct ofx_ep *ep = ctx;
+	bool rtr_look = false;
 
 	pthread_mutex_lock(&ep->lock);
 	if (ev->id != ep->cm_id) {
@@ -1051,7 +1062,7 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 		else if (ep->state == OFX_EP_RTR_WAIT)
 			connected_event(ep, ev);
 		else
-			passive_event(ep, ev);
+			rtr_look = passive_event(ep, ev);
 		break;
 	case OFX_EP_CONNECTED:
 	case OFX_EP_DISCONNECT_PENDING:
@@ -1063,6 +1074,8 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 		break;
 	}
 	pthread_mutex_unlock(&ep->lock);
+	if (rtr_look)
+		rtr_timer_run(ep);
 	return true;
 }
 

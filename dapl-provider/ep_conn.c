@@ -77,9 +77,12 @@ void ofx_ep_conn_init(struct ofx_ep *ep, enum ofx_ep_state initial)
 	set_state(ep, initial);
 }
 
-/* What a move logs, out of line: the move itself then saves no registers. */
-static __attribute__((noinline, cold)) void conn_move_log(const struct ofx_ep *ep,
-							   enum ofx_ep_state to, bool allowed)
+/*
+ * The log lines of a move, out of line: with them inline, the saves their
+ * calls need cost every move more than the move itself.
+ */
+static __attribute__((noinline, cold)) void move_log(const struct ofx_ep *ep,
+						     enum ofx_ep_state to, bool allowed)
 {
 	if (!allowed) {
 		ofx_err("ep %p: no move from %s to %s (provider bug)", (void *)ep,
@@ -100,8 +103,8 @@ void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
 	if (ep->state == to)
 		return;
 	allowed = ofx_ep_conn_move_allowed(ep->state, to);
-	if (!allowed || ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS))
-		conn_move_log(ep, to, allowed);
+	if (ofx_unlikely(!allowed || ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS)))
+		move_log(ep, to, allowed);
 	set_state(ep, to);
 }
 
@@ -149,11 +152,17 @@ void ofx_ep_conn_teardown(struct ofx_ep *ep)
 	set_state(ep, OFX_EP_DISCONNECTED);
 }
 
+static __attribute__((noinline, cold)) void established_log(const struct ofx_ep *ep)
+{
+	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
+}
+
 void ofx_ep_conn_p2p_maybe_established(struct ofx_ep *ep)
 {
 	if (ep->state != OFX_EP_RTR_WAIT || !ep->rtr_arrived || !ep->cm_established)
 		return;
-	ofx_dbg("ep %p qp 0x%x rtr received: established", (void *)ep, ep->qp->qp_num);
+	if (ofx_unlikely(ofx_log_enabled(OFX_LOG_DEBUG, OFX_LOG_SUBSYS)))
+		established_log(ep);
 	/* a common-connect EP reports the initiator's data on this side too */
 	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED,
 			   ep->csp != NULL);

@@ -45,8 +45,8 @@ void ofx_ep_conn_teardown(struct ofx_ep *ep);
 
 /*
  * A passive SEND-RTR EP waits for the peer's RTR (ep_cm.c starts it at the
- * rdma_cm ESTABLISHED: rtr_timer, then ofx_evd_watch_channel if the RTR is
- * not in the CQ yet).  Ends it: the timer and
+ * rdma_cm ESTABLISHED: a look into the CQ from the CM handler, then
+ * ofx_evd_watch_channel and rtr_timer if the RTR is not in yet).  Ends it: the timer and
  * the watch go.  Every move out of the pending states calls it (report,
  * teardown); so do reset and disconnect.  Idempotent; EP lock held.
  */

@@ -793,10 +793,16 @@ static int evd_arm_cqs(struct ofx_evd *evd)
 	return ret;
 }
 
-/* A drain is done calling owners' notify ops; the last one wakes teardown. */
+/*
+ * A drain is done calling owners' notify ops; the last one wakes teardown,
+ * if it waits.  Both sides are sequentially consistent: a waiter counted
+ * after this load of notify_waiters sees the count at 0 before it sleeps
+ * (ofx_evd_wait_notify_idle), so the usual drain (an RTR, nobody tearing
+ * down) takes no waiter lock.
+ */
 static void evd_notify_done(struct ofx_evd *evd)
 {
-	if (atomic_fetch_sub(&evd->notify_inflight, 1) == 1)
+	if (atomic_fetch_sub(&evd->notify_inflight, 1) == 1 && atomic_load(&evd->notify_waiters))
 		ofx_waiter_wake(&evd->notify_idle);
 }
 
@@ -818,7 +824,9 @@ static void evd_notify_idle_wait(struct ofx_evd *evd)
 	/* the usual case, no drain in its owners' ops: no clock, no waiter */
 	if (evd_notify_is_idle(evd))
 		return;
+	atomic_fetch_add(&evd->notify_waiters, 1);
 	ofx_waiter_wait_reporting(&evd->notify_idle, evd_notify_is_idle, evd, evd_notify_report);
+	atomic_fetch_sub(&evd->notify_waiters, 1);
 }
 
 void ofx_evd_wait_notify_idle(struct ofx_evd *evd)

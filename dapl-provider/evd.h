@@ -79,6 +79,7 @@ struct ofx_evd {
 	/* drains that are calling owners' notify ops (dto.h) outside the lock */
 	atomic_int notify_inflight;
 	struct ofx_waiter notify_idle;	/* woken when notify_inflight drops to 0 */
+	atomic_int notify_waiters;	/* in ofx_evd_wait_notify_idle's wait: wake them */
 
 	struct ofx_cno *cno;	/* guarded by lock; see evd_attach_cno() */
 	/*

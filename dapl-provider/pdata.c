@@ -56,7 +56,9 @@ static void put_be32(uint8_t *p, uint32_t v)
  */
 _Static_assert(OFX_PDATA_HDR_LEN == 8 && OFF_CHECK == 6, "the check is the trailer's last word");
 
-static uint16_t pdata_check(const uint8_t *t, size_t ext_words)
+/* inline: the call cost a third of the sum itself, twice per connection */
+static inline __attribute__((always_inline)) uint16_t pdata_check(const uint8_t *t,
+								    size_t ext_words)
 {
 	const uint8_t *p = t - ext_words * EXT_WORD_LEN;
 	uint32_t sum = (uint32_t)get_be16(t + OFF_MAGIC) + get_be16(t + OFF_VER_FLAGS) +

@@ -12,14 +12,21 @@
  * the server posted for it.  Events reach each IA's progress thread through
  * an eventfd behind its event channel, as the kernel's ucma fd does.
  *
+ * The RTR lands before the RTU (ESTABLISHED) in that model, as on the host
+ * its SEND is queued first.  `late` (argument 1) makes it land after: the
+ * server's first look into its recv CQ finds nothing, and the RTR's CQE
+ * comes with the completion event of the CQ's next arm, seen by a poll only
+ * once the event is taken (ibv_get_cq_event), as a device's RTR arriving
+ * while the server watches its channel.  The client runs as with `on`.
+ *
  * Per connection, the call sequence of Debian's dtestcm -w: the client
  * thread runs dat_ep_create, dat_ep_connect (48 bytes), waits ESTABLISHED,
  * dat_ep_disconnect, waits DISCONNECTED, dat_ep_free; the server thread
  * dat_ep_create, waits the CR, dat_cr_accept (48 bytes), waits ESTABLISHED
  * and DISCONNECTED, dat_ep_free.  Waits are dat_evd_wait (blocking).
  *
- * One run makes N connections (argument 2, default 10) with p2p off or on
- * (argument 1).  Threads start in a fixed order, so callgrind numbers them
+ * One run makes N connections (argument 2, default 10) with p2p off, on or
+ * late (on, the RTR after ESTABLISHED; argument 1).  Threads start in a fixed order, so callgrind numbers them
  * the same way every run: 1 main, 2 the client IA's progress thread, 3 the
  * server's, 4 the client, 5 the server.  test/bench/cm-cost runs it under
  * callgrind with --separate-threads=yes for two values of N and sums the
@@ -88,7 +95,13 @@ struct pair {
 	uint32_t cli_qpn, srv_qpn;
 	struct rdma_cm_id *disc_first;
 	bool disc_done;
+	/* late: the RTR on its way, its CQ's event fired (rtr_fired) or not yet */
+	struct ibv_cq *rtr_cq;
+	struct ibv_wc rtr_wc;
+	bool rtr_fired;
 };
+
+static bool bench_late;
 
 /*
  * The first receive posted on a QP: the RTR's (the bench posts none of its
@@ -315,7 +328,45 @@ static int net_post_send(struct ibv_qp *qp, struct ibv_send_wr *wr, struct ibv_s
 		return ret;
 	}
 	wc.qp_num = peer->qp_num;
+	if (bench_late) {
+		pthread_mutex_lock(&net.lock);
+		p->rtr_cq = peer->recv_cq;
+		p->rtr_wc = wc;
+		p->rtr_fired = false;
+		pthread_mutex_unlock(&net.lock);
+		return ret;
+	}
 	fake_cq_push_cq(peer->recv_cq, &wc);
+	return ret;
+}
+
+/* late: the arm of a CQ an RTR is on its way to fires at once (net_get_cq_event). */
+static int net_req_notify_cq(struct ibv_cq *cq, int solicited_only)
+{
+	int ret = net.fake.req_notify_cq(cq, solicited_only);
+
+	pthread_mutex_lock(&net.lock);
+	for (int i = 0; i < PAIRS; i++)
+		if (net.pairs[i].rtr_cq == cq && !net.pairs[i].rtr_fired)
+			net.pairs[i].rtr_fired = fake_cq_fire(cq);
+	pthread_mutex_unlock(&net.lock);
+	return ret;
+}
+
+/* late: the event taken, the RTR's CQE is there to poll. */
+static int net_get_cq_event(struct ibv_comp_channel *ch, struct ibv_cq **cq, void **ctx)
+{
+	int ret = net.fake.get_cq_event(ch, cq, ctx);
+	int err = errno;
+
+	pthread_mutex_lock(&net.lock);
+	for (int i = 0; !ret && i < PAIRS; i++)
+		if (net.pairs[i].rtr_cq == *cq && net.pairs[i].rtr_fired) {
+			fake_cq_push_cq(*cq, &net.pairs[i].rtr_wc);
+			net.pairs[i].rtr_cq = NULL;
+		}
+	pthread_mutex_unlock(&net.lock);
+	errno = err;
 	return ret;
 }
 
@@ -332,6 +383,8 @@ static void net_install(void)
 	fake_verbs.ops.destroy_id = net_destroy_id;
 	fake_verbs.ops.post_recv = net_post_recv;
 	fake_verbs.ops.post_send = net_post_send;
+	fake_verbs.ops.req_notify_cq = net_req_notify_cq;
+	fake_verbs.ops.get_cq_event = net_get_cq_event;
 }
 
 /* ---- the two sides ------------------------------------------------------------ */
@@ -692,14 +745,15 @@ int main(int argc, char **argv)
 	int bad;
 
 	if (argc > 1) {
-		bench_p2p = !strcmp(argv[1], "on");
+		bench_late = !strcmp(argv[1], "late");
+		bench_p2p = bench_late || !strcmp(argv[1], "on");
 		bench_mem = !strcmp(argv[1], "mem");
 	}
 	if (argc > 2)
 		bench_n = atoi(argv[2]);
 	if ((argc > 1 && !bench_p2p && !bench_mem && strcmp(argv[1], "off")) || bench_n <= 0 ||
 	    bench_n > (bench_mem ? PAIRS : 100000) || (bench_mem && bench_n <= MEM_WARM)) {
-		fprintf(stderr, "usage: cm_cost [off|on [N]] | cm_cost mem [%d < N <= %d]\n",
+		fprintf(stderr, "usage: cm_cost [off|on|late [N]] | cm_cost mem [%d < N <= %d]\n",
 			MEM_WARM, PAIRS);
 		return 2;
 	}

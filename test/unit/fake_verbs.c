@@ -892,6 +892,22 @@ bool fake_cq_armed(struct ibv_cq *cq)
 	return armed;
 }
 
+bool fake_cq_fire(struct ibv_cq *cq)
+{
+	struct fake_cq *f = fake_cq_of(cq);
+	bool armed;
+
+	pthread_mutex_lock(&f->lock);
+	armed = f->armed;
+	if (armed) {
+		f->armed = false;
+		if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
+			atomic_fetch_add(&fake_verbs.write_failures, 1);
+	}
+	pthread_mutex_unlock(&f->lock);
+	return armed;
+}
+
 void fake_spurious_channel_event(struct ofx_evd *evd)
 {
 	struct fake_cq *f = fake_cq_of(evd->cq);

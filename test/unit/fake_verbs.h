@@ -264,6 +264,12 @@ void fake_cq_push_cq(struct ibv_cq *cq, const struct ibv_wc *wc);
 bool fake_cq_armed(struct ibv_cq *cq);
 /* A channel event with nothing new in the CQ. */
 void fake_spurious_channel_event(struct ofx_evd *evd);
+/*
+ * An armed CQ fires its channel once, disarmed after, as for a CQE; the
+ * CQE itself is the caller's to push (a device model's: one the event
+ * announces but a poll does not see yet).  false: the CQ was not armed.
+ */
+bool fake_cq_fire(struct ibv_cq *cq);
 /* Completions still queued in the EVD's CQ. */
 int fake_cq_pending(struct ofx_evd *evd);
 /* A CQE with the fields a device model sets beyond the work completion. */

@@ -1314,7 +1314,50 @@ static void test_notify_idle_wait_waits_only_for_a_drain_in_flight(void)
 	teardown();
 }
 
+struct drainer {
+	struct ofx_evd *evd;
+	atomic_bool returned;
+};
+
+static void *drainer_main(void *arg)
+{
+	struct drainer *d = arg;
+
+	ofx_evd_drain_cq(d->evd);
+	atomic_store(&d->returned, true);
+	return NULL;
+}
+
+/*
+ * A drain that ran an owner's notify op, nobody waiting for it to be done
+ * (no EP teardown): it does not take the idle waiter's lock, held here all
+ * along.  A wake would block the drain until the end.
+ */
+static void test_notify_done_unwaited_takes_no_waiter_lock(void)
+{
+	struct drainer d;
+	struct own_wr w;
+	pthread_t t;
+	uint64_t deadline;
+
+	d = (struct drainer){ .evd = own_start(&w) };
+	own_wr_completes(&w, d.evd);
+	pthread_mutex_lock(&d.evd->notify_idle.lock);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, drainer_main, &d) == 0);
+	deadline = ofx_now_ns() + 10 * 1000000000ull;
+	while (!atomic_load(&d.returned) && ofx_now_ns() < deadline)
+		sched_yield();
+	CU_ASSERT_TRUE(atomic_load(&d.returned));
+	pthread_mutex_unlock(&d.evd->notify_idle.lock);
+	CU_ASSERT_EQUAL(pthread_join(t, NULL), 0);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	CU_ASSERT_EQUAL(atomic_load(&d.evd->notify_inflight), 0);
+	own_end(d.evd, &w);
+}
+
 CU_TestInfo ofx_test_evd[] = {
+	{ "a drain's notify done, unwaited, takes no waiter lock",
+	  test_notify_done_unwaited_takes_no_waiter_lock },
 	{ "channel watch hands a completion to its owner, nobody polling",
 	  test_channel_watch_hands_a_completion_to_its_owner_unpolled },
 	{ "wait_cq returns once a drain made it done", test_wait_cq_returns_once_a_drain_made_it_done },
