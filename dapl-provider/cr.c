@@ -176,17 +176,24 @@ DAT_RETURN ofx_cr_accept(DAT_CR_HANDLE cr_handle, DAT_EP_HANDLE ep_handle, DAT_C
 		cr_free(cr);
 		return DAT_SUCCESS;
 	}
-	/* the request cannot be served any more: refuse it and drop the CR */
+	/*
+	 * The request cannot be served any more: refuse it and drop the CR.
+	 * A peer whose stream ended under rdma_accept (-ECONNRESET, iWARP)
+	 * needs no REJ: its id is over and rdma_reject would fail.
+	 */
 	id = cr->cm_id;
 	cr->cm_id = NULL;
 	if (id) {
-		cr_send_reject(id, NULL, 0);
+		if (ret != -ECONNRESET)
+			cr_send_reject(id, NULL, 0);
 		ofx_verbs->destroy_id(id);
 	}
 	cr_release_ep(cr);
 	cr_free(cr);
-	return ret == -ECONNABORTED ? OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE)
-				    : ofx_dat_status(ret, OFX_OBJ_CR);
+	/* the peer gone: the request is, not the consumer's arguments */
+	return ret == -ECONNABORTED || ret == -ECONNRESET ?
+		       OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE) :
+		       ofx_dat_status(ret, OFX_OBJ_CR);
 }
 
 DAT_RETURN ofx_cr_reject(DAT_CR_HANDLE cr_handle, DAT_COUNT pdata_len, const DAT_PVOID pdata)

@@ -631,6 +631,28 @@ bool ofx_csp_retry(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_i
 
 /* ---- passive side -------------------------------------------------------- */
 
+/*
+ * Why rdma_accept failed (errno), as the accept reports it.  On iWARP the
+ * MPA reply goes out in the call, on the request's TCP stream: a peer whose
+ * own kernel gave up first (siw's active side waits 10 s for the MPA reply,
+ * then resets the stream) or that died makes it fail with ECONNRESET,
+ * ECONNREFUSED or ETIMEDOUT.  That is a peer gone, as for a dead CR
+ * (cr.c: DAT_INVALID_STATE), not a provider fault: -ECONNRESET, which
+ * also tells cr.c that the id is over (no REJ).
+ */
+static int accept_errno(const struct ofx_ep *ep)
+{
+	int err = errno;
+
+	if (err == ECONNRESET || err == ECONNREFUSED || err == ETIMEDOUT) {
+		ofx_info("rdma_accept qp 0x%x: %s: the peer is gone", ofx_ep_qp_num(ep),
+			 strerror(err));
+		return -ECONNRESET;
+	}
+	ofx_err("rdma_accept qp 0x%x: %s", ofx_ep_qp_num(ep), strerror(err));
+	return -err;
+}
+
 static int build_rep_pdata(struct ofx_ep *ep, const struct ofx_conn_req *req, const void *pdata,
 			   int len, unsigned char *out, size_t out_max)
 {
@@ -738,8 +760,7 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 	ep->cm_id = req->cm_id;
 	ofx_cm_id_set_handler(ep->cm_id, ep_handler(ep));
 	if (ofx_verbs->accept(ep->cm_id, &param)) {
-		ret = -errno;
-		ofx_err("rdma_accept qp 0x%x: %m", ofx_ep_qp_num(ep));
+		ret = accept_errno(ep);
 		ofx_cm_id_set_handler(ep->cm_id, prev);
 		ep->cm_id = NULL;
 		ofx_ep_conn_rtr_wait_end(ep);

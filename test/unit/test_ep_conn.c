@@ -1290,6 +1290,40 @@ static void test_siw_grants_a_write_rtr_for_a_read(void)
 	teardown(&f);
 }
 
+/*
+ * iWARP: the MPA reply goes out in rdma_accept, on the request's stream,
+ * which the peer's kernel already reset (siw's active side gives up after
+ * 10 s without the reply): a peer gone, DAT_INVALID_STATE as for a dead
+ * request, with no REJ on the finished id; the EP takes the next request.
+ */
+static void test_accept_on_a_reset_stream_is_a_peer_gone(void)
+{
+	struct fixture f;
+	struct passive p;
+	DAT_EVENT ev;
+
+	setup(&f, OFX_TRANSPORT_IWARP);
+	request_arrives(&f, &p, NULL, 0);
+	fake_cm.accept_errno = ECONNRESET;
+	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE));
+	fake_cm.accept_errno = 0;
+	CU_ASSERT_EQUAL(fake_cm.accepts, 1);
+	CU_ASSERT_EQUAL(fake_cm.rejects, 0);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_UNCONNECTED);
+	CU_ASSERT_PTR_NULL(f.e->cm_id);
+	expect_no_event(&f);
+
+	p.id = fake_cm_queue_request(ofx_sp_lookup(p.psp, OFX_OBJ_PSP)->listen_id, NULL, 0, 4, 4);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f.cr_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, f.ep, 0, NULL),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_COMPLETION_PENDING);
+	passive_done(&p);
+	teardown(&f);
+}
+
 /* The peer gives up before the consumer accepts: the accept fails, the EP stays usable. */
 static void test_request_abandoned_before_accept(void)
 {
@@ -1854,6 +1888,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "request with a malformed trailer is plain data", test_request_with_a_malformed_trailer },
 	{ "peer disconnect before ESTABLISHED", test_disconnect_before_established },
 	{ "p2p passive: the stream closes before the RTR", test_disconnect_while_waiting_for_the_rtr },
+	{ "accept on a stream the peer reset: peer gone, no REJ",
+	  test_accept_on_a_reset_stream_is_a_peer_gone },
 	{ "p2p passive: the peer hangs up after its RTR", test_peer_gone_after_its_rtr },
 	{ "p2p passive: ... with another EP's completion in the CQ",
 	  test_peer_gone_after_its_rtr_shared_cq },
