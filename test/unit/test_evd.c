@@ -1270,18 +1270,25 @@ static void test_wait_cq_wakes_on_a_completion_event(void)
 	own_end(evd, &w);
 }
 
-struct idle_waiter {
+/* A thread making one call on an EVD, and whether it returned. */
+struct evd_caller {
 	struct ofx_evd *evd;
+	void (*call)(struct ofx_evd *evd);
 	atomic_bool returned;
 };
 
-static void *idle_waiter_main(void *arg)
+static void *evd_caller_main(void *arg)
 {
-	struct idle_waiter *w = arg;
+	struct evd_caller *c = arg;
 
-	ofx_evd_wait_notify_idle(w->evd);
-	atomic_store(&w->returned, true);
+	c->call(c->evd);
+	atomic_store(&c->returned, true);
 	return NULL;
+}
+
+static void drain_call(struct ofx_evd *evd)
+{
+	ofx_evd_drain_cq(evd);
 }
 
 /*
@@ -1291,16 +1298,16 @@ static void *idle_waiter_main(void *arg)
  */
 static void test_notify_idle_wait_waits_only_for_a_drain_in_flight(void)
 {
-	struct idle_waiter w;
+	struct evd_caller w;
 	struct ofx_evd *evd;
 	pthread_t t;
 
 	setup();
 	evd = evd_new(8, DAT_EVD_DTO_FLAG);
-	w = (struct idle_waiter){ .evd = evd };
+	w = (struct evd_caller){ .evd = evd, .call = ofx_evd_wait_notify_idle };
 	ofx_evd_wait_notify_idle(evd);	/* none in flight */
 	atomic_store(&evd->notify_inflight, 1);
-	CU_ASSERT_FATAL(pthread_create(&t, NULL, idle_waiter_main, &w) == 0);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, evd_caller_main, &w) == 0);
 	sleep_us(50000);
 	CU_ASSERT_FALSE(atomic_load(&w.returned));
 	/* what the drain's evd_notify_done does */
@@ -1314,20 +1321,6 @@ static void test_notify_idle_wait_waits_only_for_a_drain_in_flight(void)
 	teardown();
 }
 
-struct drainer {
-	struct ofx_evd *evd;
-	atomic_bool returned;
-};
-
-static void *drainer_main(void *arg)
-{
-	struct drainer *d = arg;
-
-	ofx_evd_drain_cq(d->evd);
-	atomic_store(&d->returned, true);
-	return NULL;
-}
-
 /*
  * A drain that ran an owner's notify op, nobody waiting for it to be done
  * (no EP teardown): it does not take the idle waiter's lock, held here all
@@ -1335,15 +1328,15 @@ static void *drainer_main(void *arg)
  */
 static void test_notify_done_unwaited_takes_no_waiter_lock(void)
 {
-	struct drainer d;
+	struct evd_caller d;
 	struct own_wr w;
 	pthread_t t;
 	uint64_t deadline;
 
-	d = (struct drainer){ .evd = own_start(&w) };
+	d = (struct evd_caller){ .evd = own_start(&w), .call = drain_call };
 	own_wr_completes(&w, d.evd);
 	pthread_mutex_lock(&d.evd->notify_idle.lock);
-	CU_ASSERT_FATAL(pthread_create(&t, NULL, drainer_main, &d) == 0);
+	CU_ASSERT_FATAL(pthread_create(&t, NULL, evd_caller_main, &d) == 0);
 	deadline = ofx_now_ns() + 10 * 1000000000ull;
 	while (!atomic_load(&d.returned) && ofx_now_ns() < deadline)
 		sched_yield();
