@@ -1235,21 +1235,32 @@ static void test_read_rtr_gets_a_read_depth(void)
  * not arrived: the request id refuses its first step (EINVAL).  The accept
  * fails as for a dead request, not as a bad parameter; the EP stays usable.
  */
+/*
+ * A request arrives and its accept meets a peer gone (`*knob` = `err`, a
+ * fake_cm errno): DAT_INVALID_STATE, `accepts` rdma_accept calls and
+ * `rejects` REJs made, the EP back in UNCONNECTED, no event.
+ */
+static void accept_meets_a_peer_gone(struct fixture *f, struct passive *p, int *knob, int err,
+				     int accepts, int rejects)
+{
+	request_arrives(f, p, NULL, 0);
+	*knob = err;
+	CU_ASSERT_EQUAL(ofx_cr_accept(p->cr, f->ep, 0, NULL),
+			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE));
+	*knob = 0;
+	CU_ASSERT_EQUAL(fake_cm.accepts, accepts);
+	CU_ASSERT_EQUAL(fake_cm.rejects, rejects);
+	CU_ASSERT_EQUAL(dat_state(f), DAT_EP_STATE_UNCONNECTED);
+	expect_no_event(f);
+}
+
 static void test_request_gone_under_the_accept(void)
 {
 	struct fixture f;
 	struct passive p;
 
 	setup(&f, OFX_TRANSPORT_ROCE);
-	request_arrives(&f, &p, NULL, 0);
-	fake_cm.init_qp_attr_errno = EINVAL;
-	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL),
-			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE));
-	fake_cm.init_qp_attr_errno = 0;
-	CU_ASSERT_EQUAL(fake_cm.accepts, 0);
-	CU_ASSERT_EQUAL(fake_cm.rejects, 1);
-	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_UNCONNECTED);
-	expect_no_event(&f);
+	accept_meets_a_peer_gone(&f, &p, &fake_cm.init_qp_attr_errno, EINVAL, 0, 1);
 	passive_done(&p);
 	teardown(&f);
 }
@@ -1303,16 +1314,8 @@ static void test_accept_on_a_reset_stream_is_a_peer_gone(void)
 	DAT_EVENT ev;
 
 	setup(&f, OFX_TRANSPORT_IWARP);
-	request_arrives(&f, &p, NULL, 0);
-	fake_cm.accept_errno = ECONNRESET;
-	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL),
-			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_NO_SUBTYPE));
-	fake_cm.accept_errno = 0;
-	CU_ASSERT_EQUAL(fake_cm.accepts, 1);
-	CU_ASSERT_EQUAL(fake_cm.rejects, 0);
-	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_UNCONNECTED);
+	accept_meets_a_peer_gone(&f, &p, &fake_cm.accept_errno, ECONNRESET, 1, 0);
 	CU_ASSERT_PTR_NULL(f.e->cm_id);
-	expect_no_event(&f);
 
 	p.id = fake_cm_queue_request(ofx_sp_lookup(p.psp, OFX_OBJ_PSP)->listen_id, NULL, 0, 4, 4);
 	fake_cm_deliver(&ia);

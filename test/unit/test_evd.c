@@ -510,48 +510,47 @@ static void test_second_waiter_is_refused(void)
 	teardown();
 }
 
-static void test_set_unwaitable_wakes_the_waiter(void)
+/* set_unwaitable ends an infinite wait on a new EVD of `flags`, which it returns. */
+static struct ofx_evd *unwaitable_ends_a_wait(DAT_EVD_FLAGS flags)
 {
 	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
-	DAT_COUNT nmore;
-	DAT_EVENT ev;
 	pthread_t wt;
 
-	setup();
-	w.evd = evd_new(4, DAT_EVD_DTO_FLAG);
+	w.evd = evd_new(4, flags);
 	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
 	await_waiter(&w);
 	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(w.evd), DAT_SUCCESS);
 	join_waiter(w.evd, wt);
 	CU_ASSERT_EQUAL(w.status, OFX_DAT_ERR(DAT_INVALID_STATE,
 					      DAT_INVALID_STATE_EVD_UNWAITABLE));
-	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore),
+	return w.evd;
+}
+
+static void test_set_unwaitable_wakes_the_waiter(void)
+{
+	struct ofx_evd *evd;
+	DAT_COUNT nmore;
+	DAT_EVENT ev;
+
+	setup();
+	evd = unwaitable_ends_a_wait(DAT_EVD_DTO_FLAG);
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, 1, &ev, &nmore),
 			OFX_DAT_ERR(DAT_INVALID_STATE, DAT_INVALID_STATE_EVD_UNWAITABLE));
 	/* dequeue still works on an unwaitable EVD */
-	post_conn(w.evd, 3);
-	CU_ASSERT_EQUAL(ofx_evd_dequeue(w.evd, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ofx_evd_clear_unwaitable(w.evd), DAT_SUCCESS);
-	post_conn(w.evd, 4);
-	CU_ASSERT_EQUAL(ofx_evd_wait(w.evd, 0, 1, &ev, &nmore), DAT_SUCCESS);
+	post_conn(evd, 3);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_evd_clear_unwaitable(evd), DAT_SUCCESS);
+	post_conn(evd, 4);
+	CU_ASSERT_EQUAL(ofx_evd_wait(evd, 0, 1, &ev, &nmore), DAT_SUCCESS);
 	CU_ASSERT_EQUAL(conn_tag(&ev), 4);
-	ofx_evd_destroy(w.evd);
+	ofx_evd_destroy(evd);
 	teardown();
 }
 
 static void test_set_unwaitable_wakes_the_waiter_no_cq(void)
 {
-	struct waiter_arg w = { .timeout = DAT_TIMEOUT_INFINITE, .threshold = 1 };
-	pthread_t wt;
-
 	setup();
-	w.evd = evd_new(4, DAT_EVD_CR_FLAG);
-	CU_ASSERT_FATAL(pthread_create(&wt, NULL, waiter_main, &w) == 0);
-	await_waiter(&w);
-	CU_ASSERT_EQUAL(ofx_evd_set_unwaitable(w.evd), DAT_SUCCESS);
-	join_waiter(w.evd, wt);
-	CU_ASSERT_EQUAL(w.status, OFX_DAT_ERR(DAT_INVALID_STATE,
-					      DAT_INVALID_STATE_EVD_UNWAITABLE));
-	ofx_evd_destroy(w.evd);
+	ofx_evd_destroy(unwaitable_ends_a_wait(DAT_EVD_CR_FLAG));
 	teardown();
 }
 
