@@ -969,6 +969,19 @@ static int req_with_p2p(enum ofx_rtr_type rtr, unsigned char *out, size_t max)
 	return ofx_pdata_encode(&hdr, "q", 1, 0, out, max);
 }
 
+/* iWARP: a p2p request with a SEND RTR arrives and is accepted on f->ep. */
+static void send_rtr_request_accepted(struct fixture *f, struct passive *p)
+{
+	unsigned char req[64];
+	int n;
+
+	setup(f, OFX_TRANSPORT_IWARP);
+	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
+	CU_ASSERT_FATAL(n > 0);
+	request_arrives(f, p, req, n);
+	CU_ASSERT_EQUAL(ofx_cr_accept(p->cr, f->ep, 0, NULL), DAT_SUCCESS);
+}
+
 /*
  * A passive SEND-RTR EP is CONNECTED only when both rdma_cm's ESTABLISHED
  * and the peer's RTR have arrived; `rtr_first` picks the order.
@@ -978,15 +991,9 @@ static void passive_send_rtr(bool rtr_first)
 	struct fixture f;
 	struct passive p;
 	struct ofx_pdata_hdr hdr;
-	unsigned char req[64];
 	struct ibv_wc rtr = { .status = IBV_WC_SUCCESS, .opcode = IBV_WC_RECV };
-	int n;
 
-	setup(&f, OFX_TRANSPORT_IWARP);
-	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
-	CU_ASSERT_FATAL(n > 0);
-	request_arrives(&f, &p, req, n);
-	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
+	send_rtr_request_accepted(&f, &p);
 	/* the REP grants p2p with the initiator's RTR type */
 	CU_ASSERT_EQUAL_FATAL(ofx_pdata_decode(fake_cm.pdata, fake_cm.pdata_len, &hdr), 0);
 	CU_ASSERT_EQUAL(hdr.flags & (OFX_PDATA_F_P2P | OFX_PDATA_F_REPLY),
@@ -1135,15 +1142,9 @@ static void test_passive_rtr_first_look_is_the_cm_handlers(void)
 {
 	struct fixture f;
 	struct passive p;
-	unsigned char req[64];
 	struct ofx_evd *recv;
-	int n;
 
-	setup(&f, OFX_TRANSPORT_IWARP);
-	n = req_with_p2p(OFX_RTR_SEND, req, sizeof(req));
-	CU_ASSERT_FATAL(n > 0);
-	request_arrives(&f, &p, req, n);
-	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
+	send_rtr_request_accepted(&f, &p);
 	recv = f.e->recv_evd;
 	rtr_push(&f, recv);
 	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
