@@ -1236,6 +1236,20 @@ static void test_read_rtr_gets_a_read_depth(void)
  * not arrived: the request id refuses its first step (EINVAL).  The accept
  * fails as for a dead request, not as a bad parameter; the EP stays usable.
  */
+/* The next request on the fixture's PSP is accepted on f->ep. */
+static void next_request_accepted(struct fixture *f, struct passive *p)
+{
+	DAT_EVENT ev;
+
+	p->id = fake_cm_queue_request(ofx_sp_lookup(p->psp, OFX_OBJ_PSP)->listen_id, NULL, 0, 4,
+				      4);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f->cr_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ofx_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, f->ep, 0, NULL),
+			DAT_SUCCESS);
+	CU_ASSERT_EQUAL(dat_state(f), DAT_EP_STATE_COMPLETION_PENDING);
+}
+
 /*
  * A request arrives and its accept meets a peer gone (`*knob` = `err`, a
  * fake_cm errno): DAT_INVALID_STATE, `accepts` rdma_accept calls and
@@ -1312,18 +1326,12 @@ static void test_accept_on_a_reset_stream_is_a_peer_gone(void)
 {
 	struct fixture f;
 	struct passive p;
-	DAT_EVENT ev;
 
 	setup(&f, OFX_TRANSPORT_IWARP);
 	accept_meets_a_peer_gone(&f, &p, &fake_cm.accept_errno, ECONNRESET, 1, 0);
 	CU_ASSERT_PTR_NULL(f.e->cm_id);
 
-	p.id = fake_cm_queue_request(ofx_sp_lookup(p.psp, OFX_OBJ_PSP)->listen_id, NULL, 0, 4, 4);
-	fake_cm_deliver(&ia);
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f.cr_evd, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ofx_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, f.ep, 0, NULL),
-			DAT_SUCCESS);
-	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_COMPLETION_PENDING);
+	next_request_accepted(&f, &p);
 	passive_done(&p);
 	teardown(&f);
 }
@@ -1356,7 +1364,6 @@ static void accept_fails(bool qp_refuses)
 	struct fixture f;
 	struct passive p;
 	typeof(fake_verbs.ops.modify_qp) fake_modify_qp;
-	DAT_EVENT ev;
 
 	setup(&f, OFX_TRANSPORT_ROCE);
 	request_arrives(&f, &p, "hi", 2);
@@ -1378,12 +1385,7 @@ static void accept_fails(bool qp_refuses)
 	/* the next request is accepted on the same EP */
 	fake_verbs.ops.modify_qp = fake_modify_qp;
 	fake_cm.accept_errno = 0;
-	p.id = fake_cm_queue_request(ofx_sp_lookup(p.psp, OFX_OBJ_PSP)->listen_id, NULL, 0, 4, 4);
-	fake_cm_deliver(&ia);
-	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f.cr_evd, &ev), DAT_SUCCESS);
-	CU_ASSERT_EQUAL(ofx_cr_accept(ev.event_data.cr_arrival_event_data.cr_handle, f.ep, 0, NULL),
-			DAT_SUCCESS);
-	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_COMPLETION_PENDING);
+	next_request_accepted(&f, &p);
 	CU_ASSERT_EQUAL(f.e->qp->state, IBV_QPS_RTS);
 	passive_done(&p);
 	teardown(&f);
