@@ -1863,6 +1863,12 @@ void ofx_ep_destroy(struct ofx_ep *ep)
 	ep_teardown(ep);
 }
 
+/* `ck` is the receive this connection's RTR lands in (not a write or read RTR's cookie). */
+static inline bool is_rtr_recv(const struct ofx_ep *ep, const struct ofx_cookie *ck)
+{
+	return ck == &ep->rtr_cookie && ck->op == OFX_EP_OP_RTR_RECV;
+}
+
 /* A failed work request breaks a live connection (ep->lock held); out of line, rare. */
 static __attribute__((noinline, cold)) void dto_failed(struct ofx_ep *ep, const struct ibv_wc *wc)
 {
@@ -1883,7 +1889,7 @@ void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 	pthread_mutex_lock(&ep->lock);
 	if (wc->status != IBV_WC_SUCCESS) {
 		dto_failed(ep, wc);
-	} else if (ck == &ep->rtr_cookie && ck->op == OFX_EP_OP_RTR_RECV) {
+	} else if (is_rtr_recv(ep, ck)) {
 		atomic_fetch_add(&ep->obj.ia->stats.rtr_received, 1);
 		ep->rtr_arrived = true;
 		ofx_ep_conn_p2p_maybe_established(ep);
@@ -1909,8 +1915,7 @@ static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie
 	(void)ev;
 	if (atomic_load(owner->dying))
 		return false;
-	if (slot == &ep->rtr_cookie && c->op == OFX_EP_OP_RTR_RECV &&
-	    wc->status == IBV_WC_SUCCESS)
+	if (is_rtr_recv(ep, slot) && wc->status == IBV_WC_SUCCESS)
 		atomic_store(&ep->rtr_polled, true);
 	*notify_p = owner;
 	return false;

@@ -873,12 +873,11 @@ static void rtr_timer_run(void *arg)
  * yet, the EP cannot be freed under it (ofx_cm_id_destroy), and a look from
  * there costs no timer and no wake.  The deadline counts from here: before
  * ESTABLISHED the CM's own timeouts end the accept.  ofx_ep_conn_rtr_wait_end
- * ends the timer and the watch.  true: the caller looks, unlocked.
+ * ends the timer and the watch.  The caller looks, unlocked.
  */
-static bool rtr_wait_start(struct ofx_ep *ep)
+static void rtr_wait_start(struct ofx_ep *ep)
 {
 	ep->rtr_deadline_ns = ofx_now_ns() + ep->obj.ia->cfg.rtr_timeout_ms * 1000000ull;
-	return true;
 }
 
 /*
@@ -918,7 +917,10 @@ static bool passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
 			/* in already: a WRITE or READ RTR, or a drain took a SEND RTR */
 			if (ep->rtr_arrived)
 				ofx_ep_conn_p2p_maybe_established(ep);
-			return ep->state == OFX_EP_RTR_WAIT && rtr_wait_start(ep);
+			if (ep->state != OFX_EP_RTR_WAIT)
+				return false;
+			rtr_wait_start(ep);
+			return true;
 		}
 		ofx_dbg("ep %p qp 0x%x established (passive)", (void *)ep, ofx_ep_qp_num(ep));
 		/* a common-connect EP reports the initiator's data on this side too */
