@@ -830,6 +830,23 @@ void fake_verbs_install(void)
 	ofx_verbs_set(&fake_verbs.ops);
 }
 
+/* The CQ's completion channel reports it (a channel event). */
+static void cq_raise_event(struct fake_cq *f)
+{
+	if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
+		atomic_fetch_add(&fake_verbs.write_failures, 1);
+}
+
+/* An armed CQ fires once and is disarmed (f->lock held); false: it was not armed. */
+static bool cq_fire_locked(struct fake_cq *f)
+{
+	if (!f->armed)
+		return false;
+	f->armed = false;
+	cq_raise_event(f);
+	return true;
+}
+
 void fake_cq_push_cqe(struct ibv_cq *cq, const struct fake_cqe *cqe)
 {
 	struct fake_cq *f = fake_cq_of(cq);
@@ -841,11 +858,8 @@ void fake_cq_push_cqe(struct ibv_cq *cq, const struct fake_cqe *cqe)
 		f->q[(f->head + f->count) % f->slots] = *cqe;
 		f->count++;
 	}
-	if (!full && f->armed) {
-		f->armed = false;
-		if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
-			atomic_fetch_add(&fake_verbs.write_failures, 1);
-	}
+	if (!full)
+		cq_fire_locked(f);
 	pthread_mutex_unlock(&f->lock);
 	CU_ASSERT_FATAL(!full);
 }
@@ -898,22 +912,14 @@ bool fake_cq_fire(struct ibv_cq *cq)
 	bool armed;
 
 	pthread_mutex_lock(&f->lock);
-	armed = f->armed;
-	if (armed) {
-		f->armed = false;
-		if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
-			atomic_fetch_add(&fake_verbs.write_failures, 1);
-	}
+	armed = cq_fire_locked(f);
 	pthread_mutex_unlock(&f->lock);
 	return armed;
 }
 
 void fake_spurious_channel_event(struct ofx_evd *evd)
 {
-	struct fake_cq *f = fake_cq_of(evd->cq);
-
-	if (write(f->fch->wfd, &f, sizeof(f)) != sizeof(f))
-		atomic_fetch_add(&fake_verbs.write_failures, 1);
+	cq_raise_event(fake_cq_of(evd->cq));
 }
 
 int fake_cq_pending(struct ofx_evd *evd)
