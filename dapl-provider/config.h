@@ -42,6 +42,7 @@ struct ofx_config {
 	unsigned int lastwqe_timeout_ms;
 	unsigned int cq_batch;
 	unsigned int rtr_timeout_ms;
+	enum ofx_tristate rtr_nudge;
 	unsigned int csp_retry_ms;
 	bool stats;
 	bool print_config;

@@ -187,8 +187,8 @@ static int ep_create_qp(struct ofx_ep *ep)
 		/* one EVD for both queues: its CQ read once (under its lock) */
 		.recv_cq = ep->recv_evd == ep->req_evd ? send_cq : ofx_evd_qp_cq(ia, ep->recv_evd),
 		.cap = {
-			/* +1: room for the provider's RTR on either queue */
-			.max_send_wr = ep->attr.max_request_dtos + 1,
+			/* +1: room for the provider's RTR on either queue, +1 its nudge */
+			.max_send_wr = ep->attr.max_request_dtos + 1 + ia->rtr_nudge,
 			.max_send_sge = ep->attr.max_request_iov ? ep->attr.max_request_iov : 1,
 			.max_inline_data = ia->max_inline,
 		},

@@ -162,9 +162,14 @@ struct ofx_ep {
 	 * then leaves the outcome to it.  Cleared as the RTR receive is posted.
 	 */
 	_Atomic bool rtr_polled;
-	struct ofx_timer rtr_timer;	/* passive: the RTR wait's deadline, or its look after a hang-up */
+	/*
+	 * passive: the RTR wait's deadline, or its look after a hang-up;
+	 * active: the next nudge after the RTR (ep_cm.c rtr_nudge_run)
+	 */
+	struct ofx_timer rtr_timer;
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
 	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */
+	uint8_t rtr_nudges;		/* active: nudges this connection has sent */
 
 	/*
 	 * Teardown: once `dying` is set the EP's completions are retired but

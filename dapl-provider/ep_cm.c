@@ -341,6 +341,66 @@ static int post_rtr(struct ofx_ep *ep)
 }
 
 /*
+ * siw (Linux 6.1) leaves unread an FPDU that reaches the passive side
+ * between its MPA reply and the moment its accept hands the socket to the
+ * QP (siw_accept: the CM's data_ready callback ignores data once the
+ * endpoint is in RDMA mode, and the QP's is called only for data that
+ * arrives later).  An RTR sent at the active side's ESTABLISHED can land
+ * there; the passive side then never sees it, and each side waits for the
+ * other until rtr_timeout_ms breaks the connection.  Any later FPDU gets
+ * the stuck bytes read, so the active side follows its RTR with zero-length
+ * RDMA writes (no receive consumed, nothing reported at the passive side,
+ * no rkey checked), 5 ms to 5 s apart: one that arrives after the hand-over
+ * is enough, and the hand-over takes longer than the last gap only on a
+ * host too busy for the RTR timeout anyway.  ofx_ep_conn_rtr_wait_end ends
+ * them with the connection.  A full send queue skips a nudge: the nudge has
+ * its own slot (ep.c), taken only by a nudge still queued behind the
+ * consumer's requests, which carry bytes to the passive side themselves.
+ */
+static const unsigned int rtr_nudge_gap_ms[] = { 5, 50, 500, 5000 };
+
+static void rtr_nudge_run(void *arg);
+
+static void rtr_nudge_arm(struct ofx_ep *ep)
+{
+	ofx_progress_timer_arm(ep->obj.ia->progress, &ep->rtr_timer,
+			       rtr_nudge_gap_ms[ep->rtr_nudges] * 1000ull, rtr_nudge_run, ep);
+}
+
+static void rtr_nudge_run(void *arg)
+{
+	struct ofx_ep *ep = arg;
+	struct ibv_send_wr wr = {
+		/* flushed, it is the RTR's kind of completion: never an event */
+		.wr_id = (uintptr_t)&ep->rtr_cookie,
+		.opcode = IBV_WR_RDMA_WRITE,
+	}, *bad;
+	int ret;
+
+	pthread_mutex_lock(&ep->lock);
+	/* the connection ended: its end cancelled the timer, which had fired */
+	if (ep->state != OFX_EP_CONNECTED || !ep->qp)
+		goto out;
+	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	if (ret)
+		ofx_dbg("ep %p qp 0x%x: rtr nudge %u not posted: %s", (void *)ep,
+			ofx_ep_qp_num(ep), ep->rtr_nudges, strerror(-ret));
+	if (++ep->rtr_nudges < OFX_ARRAY_SIZE(rtr_nudge_gap_ms))
+		rtr_nudge_arm(ep);
+out:
+	pthread_mutex_unlock(&ep->lock);
+}
+
+/* After the RTR of a connection just reported ESTABLISHED (EP lock held). */
+static void rtr_nudge_start(struct ofx_ep *ep)
+{
+	if (!ep->p2p || !ep->obj.ia->rtr_nudge || ep->state != OFX_EP_CONNECTED)
+		return;
+	ep->rtr_nudges = 0;
+	rtr_nudge_arm(ep);
+}
+
+/*
  * The REP arrived (CONNECT_RESPONSE on IB/RoCE, where we drive the QP, or
  * ESTABLISHED on iWARP, where the kernel already did).  With p2p granted the
  * RTR is queued before the consumer can see ESTABLISHED, so it is the first
@@ -397,6 +457,8 @@ static int active_established(struct ofx_ep *ep, struct rdma_cm_event *ev, bool 
 	ofx_dbg("ep %p qp 0x%x established (active, p2p %s)", (void *)ep, ofx_ep_qp_num(ep),
 		ep->p2p ? ofx_rtr_type_str(ep->rtr) : "off");
 	ofx_ep_conn_report(ep, OFX_EP_CONNECTED, DAT_CONNECTION_EVENT_ESTABLISHED, true);
+	/* after the report: it ends the RTR wait's timer, which the nudges use */
+	rtr_nudge_start(ep);
 	return 0;
 }
 

@@ -712,6 +712,8 @@ DAT_RETURN ofx_ia_open(const DAT_NAME_PTR name, DAT_COUNT async_qlen, DAT_EVD_HA
 	}
 	ia->p2p_default = ia->cfg.p2p == OFX_ON ||
 			  (ia->cfg.p2p == OFX_AUTO && ia->transport == OFX_TRANSPORT_IWARP);
+	ia->rtr_nudge = ia->cfg.rtr_nudge == OFX_ON ||
+			(ia->cfg.rtr_nudge == OFX_AUTO && ia->dev_attr.vendor_id == OFX_SIW_VENDOR_ID);
 	ret = ofx_ia_probe(ia);
 	if (ret) {
 		status = ofx_dat_status(ret, OFX_OBJ_IA);

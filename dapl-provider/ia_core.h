@@ -97,6 +97,12 @@ struct ofx_ia {
 	 * the responder of a read RTR it grants a write RTR instead.
 	 */
 	bool read_rtr_unsafe;
+	/*
+	 * cfg.rtr_nudge resolved against the device: the active side of a p2p
+	 * connection follows its RTR with zero-length RDMA writes (ep_cm.c
+	 * rtr_nudge_run), each QP has a send slot more for them.
+	 */
+	bool rtr_nudge;
 	bool p2p_default;		/* cfg.p2p resolved against the transport */
 	bool xrc;			/* cfg.xrc resolved against the device caps */
 	struct ofx_xrc_ia *xrc_ia;	/* XRC domain and tables (xrc.c), NULL without xrc */

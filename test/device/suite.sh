@@ -186,6 +186,31 @@ section_wire() {
 		[ "$passive" = - ] || set -- --expect-by "$passive" "$@"
 		vm_run "$tag.mpa" 30 "$WIRE" --expect-conns 1 "$@" "$pcap"
 	}
+	# siw leaves an FPDU that reaches the passive side between its MPA
+	# reply and the socket's hand-over to the QP unread until more data
+	# comes; a lone RTR stuck there stalled wire.p2p.send under load.  The
+	# test build of siw (test/vm/build-siw add_test_hook) holds the accept
+	# in that window for 300 ms, so the RTR lands there every time: with
+	# rtr_nudge (auto: on for siw) the active side's zero-length writes get
+	# it read and the connection up; with it off the passive side never
+	# sees the RTR and breaks the connection at rtr_timeout_ms (3 s here).
+	accept_hold_checks() {
+		local hold=/sys/module/siw/parameters/ofxvm_accept_hold_ms
+		if [ ! -w "$hold" ]; then
+			vm_skip wire.accept-hold "siw without the accept-hold test hook"
+			return
+		fi
+		echo 300 >"$hold"
+		vm_pair wire.accept-hold.nudge 120 log:'server ready' \
+			"ona $DEVT server ofx first:on" "onb $DEVT client $A ofx first:on" \
+			'ALL TESTS PASSED' 'FAIL'
+		vm_pair wire.accept-hold.off 120 log:'server ready' \
+			"DAPL_OFX_RTR_TIMEOUT_MS=3000 ona $DEVT server ofx first:on || true" \
+			"DAPL_OFX_RTR_NUDGE=off onb $DEVT client $A ofx first:on || true"
+		vm_expect wire.accept-hold.off.srv 'no rtr from the peer in time: connection broken' \
+			'ALL TESTS PASSED'
+		echo 0 >"$hold"
+	}
 	if [ "$PLATFORM" = siw ] && [ -x "$WIRE" ] && [ -x "$DEVT" ]; then
 		# a SEND RTR is the first FPDU of the connection: the passive side
 		# reports ESTABLISHED only once it has arrived
@@ -201,6 +226,7 @@ section_wire() {
 		wire_check wire.p2p.read ofx-p2pr on passive:send:64 --expect-by active:write:0
 		# p2p off: no RTR; the passive side's data is the first FPDU
 		wire_check wire.p2p.off ofx-p2poff off passive:send:64 --expect-first passive:send:64
+		accept_hold_checks
 	elif [ "$PLATFORM" != siw ]; then
 		vm_skip wire.mpa "no MPA on $PLATFORM: the wire check reads iWARP's TCP stream"
 	fi

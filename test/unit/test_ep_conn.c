@@ -618,6 +618,110 @@ static void test_active_p2p_refused_by_a_stock_peer(void)
 	teardown(&f);
 }
 
+/* An active p2p connection up (RoCE: the REP drives it), SEND RTR sent, with or without nudges. */
+static void p2p_connect_up(struct fixture *f, bool nudge)
+{
+	struct rdma_cm_id *id;
+	unsigned char rep[64];
+	int n;
+
+	setup(f, OFX_TRANSPORT_ROCE);
+	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
+	ia.cfg.p2p = OFX_ON;
+	ia.p2p_default = true;	/* what ia_open derives from it */
+	ia.rtr_nudge = nudge;	/* what ia_open derives from rtr_nudge=auto on siw */
+	id = req_sent(f, NULL, 0);
+	n = rep_with_p2p(OFX_RTR_SEND, rep, sizeof(rep));
+	CU_ASSERT_FATAL(n > 0);
+	fake_cm_queue(id, RDMA_CM_EVENT_CONNECT_RESPONSE, 0, rep, n);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(next_conn_event(f, NULL, NULL), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL_FATAL(fake_cm.nsends, 1);
+	CU_ASSERT_EQUAL(fake_cm.sends[0].opcode, IBV_WR_SEND);
+}
+
+/* Nudges sent so far (the EP lock orders us after the progress thread's). */
+static unsigned int nudges_sent(struct fixture *f)
+{
+	unsigned int n;
+
+	pthread_mutex_lock(&f->e->lock);
+	n = f->e->rtr_nudges;
+	pthread_mutex_unlock(&f->e->lock);
+	return n;
+}
+
+/*
+ * The EP's next nudge, now: taken off the timer list and run here, or, if
+ * the progress thread fired it first, waited for.  false: none was armed.
+ */
+static bool next_nudge_now(struct fixture *f)
+{
+	struct ofx_timer *t = &f->e->rtr_timer;
+
+	if (ofx_progress_timer_cancel_armed(ia.progress, t)) {
+		t->fn(t->arg);
+		return true;
+	}
+	/* fired meanwhile (a busy host) or never armed: the barrier tells which */
+	ofx_progress_barrier(ia.progress);
+	return atomic_load(&t->armed) || nudges_sent(f) > 0;
+}
+
+/*
+ * siw leaves an RTR that reaches the passive side during its accept's
+ * socket hand-over unread until more bytes come: the active side follows
+ * it with zero-length RDMA writes, four in all, the first 5 ms after the RTR.
+ */
+static void test_active_rtr_is_followed_by_nudges(void)
+{
+	struct fixture f;
+	uint64_t now;
+	int i;
+
+	p2p_connect_up(&f, true);
+	now = ofx_now_ns();
+	CU_ASSERT_TRUE_FATAL(atomic_load(&f.e->rtr_timer.armed));
+	/* the first gap is 5 ms: due within it from now */
+	CU_ASSERT_TRUE(f.e->rtr_timer.deadline_ns <= now + 5000000ull);
+	for (i = 0; i < 8 && nudges_sent(&f) < 4; i++)
+		CU_ASSERT_TRUE_FATAL(next_nudge_now(&f));
+	CU_ASSERT_EQUAL(nudges_sent(&f), 4);
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	CU_ASSERT_EQUAL_FATAL(fake_cm.nsends, 5);
+	for (i = 1; i < 5; i++) {
+		CU_ASSERT_EQUAL(fake_cm.sends[i].opcode, IBV_WR_RDMA_WRITE);
+		CU_ASSERT_EQUAL(fake_cm.sends[i].num_sge, 0);
+		CU_ASSERT_EQUAL(fake_cm.sends[i].send_flags, 0);	/* unsignaled */
+		/* flushed, it is the RTR's own kind of completion: never an event */
+		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f.e->rtr_cookie);
+	}
+	expect_no_event(&f);
+	teardown(&f);
+}
+
+/* A connection that ended sends no more nudges; a device that needs none gets none. */
+static void test_nudges_end_with_the_connection(void)
+{
+	struct fixture f;
+
+	p2p_connect_up(&f, true);
+	CU_ASSERT_EQUAL(ofx_ep_disconnect(f.ep, DAT_CLOSE_GRACEFUL_FLAG), DAT_SUCCESS);
+	/* the timer may still fire: it finds the connection over and stops */
+	if (next_nudge_now(&f))
+		CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	CU_ASSERT_EQUAL(fake_cm.nsends, 1);
+	CU_ASSERT_EQUAL(nudges_sent(&f), 0);
+	fake_cm_queue(f.e->cm_id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_DISCONNECTED);
+	teardown(&f);
+
+	p2p_connect_up(&f, false);
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	teardown(&f);
+}
+
 /* ---- more of the active side ---------------------------------------------- */
 
 /* An event that ends the attempt: `event` with `status` gives `want`. */
@@ -1844,6 +1948,10 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "completion error breaks the connection", test_completion_error_breaks_the_connection },
 	{ "disconnect while connecting", test_disconnect_while_connecting },
 	{ "p2p active: SEND RTR first on the wire", test_active_p2p_send_rtr },
+	{ "p2p active on siw: the RTR is followed by four zero-length write nudges",
+	  test_active_rtr_is_followed_by_nudges },
+	{ "p2p active: nudges end with the connection, none where not needed",
+	  test_nudges_end_with_the_connection },
 	{ "p2p active: WRITE RTR first on the wire", test_active_p2p_write_rtr },
 	{ "p2p active: READ RTR with one empty segment", test_active_p2p_read_rtr },
 	{ "p2p active: a stock peer gets no RTR", test_active_p2p_refused_by_a_stock_peer },
