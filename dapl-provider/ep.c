@@ -177,6 +177,16 @@ void ofx_ep_set_qp(struct ofx_ep *ep, struct ibv_qp *qp)
 	}
 }
 
+/*
+ * The send queue's depth: the consumer's requests, the provider's RTR and,
+ * where the IA nudges after it (ep_cm.c rtr_nudge_run), one nudge.  Every
+ * one of them can complete (a flush at least): the CQ counts them all.
+ */
+static int ep_send_wrs(const struct ofx_ep *ep)
+{
+	return ep->attr.max_request_dtos + 1 + (ep->obj.ia->rtr_nudge ? 1 : 0);
+}
+
 static int ep_create_qp(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
@@ -187,8 +197,7 @@ static int ep_create_qp(struct ofx_ep *ep)
 		/* one EVD for both queues: its CQ read once (under its lock) */
 		.recv_cq = ep->recv_evd == ep->req_evd ? send_cq : ofx_evd_qp_cq(ia, ep->recv_evd),
 		.cap = {
-			/* +1: room for the provider's RTR on either queue, +1 its nudge */
-			.max_send_wr = ep->attr.max_request_dtos + 1 + ia->rtr_nudge,
+			.max_send_wr = (uint32_t)ep_send_wrs(ep),
 			.max_send_sge = ep->attr.max_request_iov ? ep->attr.max_request_iov : 1,
 			.max_inline_data = ia->max_inline,
 		},
@@ -253,7 +262,7 @@ static int ep_recv_cqes(const struct ofx_ep *ep)
 
 static int ep_req_cqes(const struct ofx_ep *ep)
 {
-	return ep->attr.max_request_dtos + 1;
+	return ep_send_wrs(ep);
 }
 
 /*

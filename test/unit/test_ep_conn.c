@@ -629,7 +629,12 @@ static void p2p_connect_up(struct fixture *f, bool nudge)
 	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
 	ia.cfg.p2p = OFX_ON;
 	ia.p2p_default = true;	/* what ia_open derives from it */
-	ia.rtr_nudge = nudge;	/* what ia_open derives from rtr_nudge=auto on siw */
+	/* what ia_open derives from rtr_nudge=auto on siw; the EP's queues count it */
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_free(f->ep), DAT_SUCCESS);
+	ia.rtr_nudge = nudge;
+	CU_ASSERT_FATAL(ofx_ep_create(&ia, f->pz, f->dto_evd, f->dto_evd, f->conn_evd,
+				      &fake_rc_ep_attr, &f->ep) == DAT_SUCCESS);
+	f->e = ofx_ep_from_handle(f->ep);
 	id = req_sent(f, NULL, 0);
 	n = rep_with_p2p(OFX_RTR_SEND, rep, sizeof(rep));
 	CU_ASSERT_FATAL(n > 0);
@@ -680,6 +685,8 @@ static void test_active_rtr_is_followed_by_nudges(void)
 	int i;
 
 	p2p_connect_up(&f, true);
+	/* one EVD for both queues: 4 receives + the RTR's, 4 requests + the RTR + its nudge */
+	CU_ASSERT_EQUAL(ofx_evd_from_handle(f.dto_evd)->cq_reserved, 5 + 6);
 	now = ofx_now_ns();
 	CU_ASSERT_TRUE_FATAL(atomic_load(&f.e->rtr_timer.armed));
 	/* the first gap is 5 ms: due within it from now */
@@ -718,6 +725,7 @@ static void test_nudges_end_with_the_connection(void)
 	teardown(&f);
 
 	p2p_connect_up(&f, false);
+	CU_ASSERT_EQUAL(ofx_evd_from_handle(f.dto_evd)->cq_reserved, 5 + 5);
 	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
 	teardown(&f);
 }
