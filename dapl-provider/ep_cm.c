@@ -301,6 +301,27 @@ static void save_pdata(struct ofx_ep *ep, const void *data, int len, bool *hdr_f
 	ep->pdata_len = len;
 }
 
+/*
+ * A zero-length `opcode` under the RTR's cookie, unsignaled: the RTR or a
+ * nudge after it.  Zero length: no rkey is checked by the responder.  A
+ * read gets one empty segment all the same: siw matches the read response
+ * against the request's first segment, which with num_sge 0 is whatever an
+ * earlier work request left in the ring slot (the response is then refused
+ * and the QP fails).  mlx5 and rxe skip empty segments.
+ */
+static int post_empty(struct ofx_ep *ep, enum ibv_wr_opcode opcode)
+{
+	static struct ibv_sge no_bytes;
+	struct ibv_send_wr wr = {
+		.wr_id = (uintptr_t)&ep->rtr_cookie,
+		.opcode = opcode,
+		.sg_list = opcode == IBV_WR_RDMA_READ ? &no_bytes : NULL,
+		.num_sge = opcode == IBV_WR_RDMA_READ ? 1 : 0,
+	}, *bad;
+
+	return ofx_verbs->post_send(ep->qp, &wr, &bad);
+}
+
 static int post_rtr(struct ofx_ep *ep)
 {
 	static const enum ibv_wr_opcode opcode[] = {
@@ -313,24 +334,10 @@ static int post_rtr(struct ofx_ep *ep)
 		[OFX_RTR_WRITE] = OFX_EP_OP_RTR_WRITE,
 		[OFX_RTR_READ] = OFX_EP_OP_RTR_READ,
 	};
-	/*
-	 * Zero length: no rkey is checked by the responder.  A read gets one
-	 * empty segment all the same: siw matches the read response against
-	 * the request's first segment, which with num_sge 0 is whatever an
-	 * earlier work request left in the ring slot (the response is then
-	 * refused and the QP fails).  mlx5 and rxe skip empty segments.
-	 */
-	static struct ibv_sge no_bytes;
-	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t)&ep->rtr_cookie,
-		.opcode = opcode[ep->rtr],
-		.sg_list = ep->rtr == OFX_RTR_READ ? &no_bytes : NULL,
-		.num_sge = ep->rtr == OFX_RTR_READ ? 1 : 0,
-	}, *bad;
 	int ret;
 
 	ofx_ep_own_cookie(ep, &ep->rtr_cookie, op[ep->rtr]);
-	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	ret = post_empty(ep, opcode[ep->rtr]);
 	if (ret) {
 		ofx_err("post rtr (%s) on qp 0x%x: %s", ofx_rtr_type_str(ep->rtr), ofx_ep_qp_num(ep),
 			strerror(-ret));
@@ -370,18 +377,14 @@ static void rtr_nudge_arm(struct ofx_ep *ep)
 static void rtr_nudge_run(void *arg)
 {
 	struct ofx_ep *ep = arg;
-	struct ibv_send_wr wr = {
-		/* flushed, it is the RTR's kind of completion: never an event */
-		.wr_id = (uintptr_t)&ep->rtr_cookie,
-		.opcode = IBV_WR_RDMA_WRITE,
-	}, *bad;
 	int ret;
 
 	pthread_mutex_lock(&ep->lock);
 	/* the connection ended: its end cancelled the timer, which had fired */
 	if (ep->state != OFX_EP_CONNECTED || !ep->qp)
 		goto out;
-	ret = ofx_verbs->post_send(ep->qp, &wr, &bad);
+	/* the RTR's cookie: flushed, it is never an event */
+	ret = post_empty(ep, IBV_WR_RDMA_WRITE);
 	if (ret)
 		ofx_dbg("ep %p qp 0x%x: rtr nudge %u not posted: %s", (void *)ep,
 			ofx_ep_qp_num(ep), ep->rtr_nudges, strerror(-ret));
@@ -394,7 +397,7 @@ out:
 /* After the RTR of a connection just reported ESTABLISHED (EP lock held). */
 static void rtr_nudge_start(struct ofx_ep *ep)
 {
-	if (!ep->p2p || !ep->obj.ia->rtr_nudge || ep->state != OFX_EP_CONNECTED)
+	if (!ep->p2p || !ep->obj.ia->rtr_nudge)
 		return;
 	ep->rtr_nudges = 0;
 	rtr_nudge_arm(ep);
