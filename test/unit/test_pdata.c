@@ -247,6 +247,42 @@ static void test_trailer_is_last_8_bytes_in_network_order(void)
 	CU_ASSERT_EQUAL((t[6] << 8 | t[7]), spec_check(t, 0));
 }
 
+/*
+ * Whole messages as bytes, check included, as every build since version 1
+ * sends them: a rewrite of the codec must not change one bit on the wire.
+ */
+static void test_wire_bytes_are_fixed(void)
+{
+	static const uint8_t all_flags[] = {
+		'h', 'i', 0x00, 0xab, 0xcd, 0xef, 0x00, 0x00, 0xbe, 0xef,
+		0x4f, 0x58, 0x1f, 0x0a, 0x02, 0x00, 0x02, 0x13,
+	};
+	static const uint8_t p2p_send[] = { 'x', 0x4f, 0x58, 0x11, 0x00, 0x01, 0x00, 0x9e, 0xa7 };
+	struct ofx_pdata_hdr all = { .flags = 0x0f, .rtr = 2, .xrc_srqn = 0xabcdef,
+				     .csp_port = 0xbeef };
+	struct ofx_pdata_hdr p2p = { .flags = OFX_PDATA_F_P2P, .rtr = 0 };
+	struct ofx_pdata_hdr hdr;
+	uint8_t out[32];
+
+	CU_ASSERT_EQUAL_FATAL(ofx_pdata_encode(&all, "hi", 2, 0, out, sizeof(out)),
+			      (int)sizeof(all_flags));
+	CU_ASSERT_EQUAL(memcmp(out, all_flags, sizeof(all_flags)), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_pdata_encode(&p2p, "x", 1, 0, out, sizeof(out)),
+			      (int)sizeof(p2p_send));
+	CU_ASSERT_EQUAL(memcmp(out, p2p_send, sizeof(p2p_send)), 0);
+
+	CU_ASSERT_EQUAL_FATAL(ofx_pdata_decode(all_flags, sizeof(all_flags), &hdr), 0);
+	CU_ASSERT_EQUAL(hdr.flags, 0x0f);
+	CU_ASSERT_EQUAL(hdr.rtr, 2);
+	CU_ASSERT_EQUAL(hdr.consumer_len, 2);
+	CU_ASSERT_EQUAL(hdr.xrc_srqn, 0xabcdefu);
+	CU_ASSERT_EQUAL(hdr.csp_port, 0xbeef);
+	CU_ASSERT_EQUAL_FATAL(ofx_pdata_decode(p2p_send, sizeof(p2p_send), &hdr), 0);
+	CU_ASSERT_EQUAL(hdr.flags, OFX_PDATA_F_P2P);
+	CU_ASSERT_EQUAL(hdr.rtr, 0);
+	CU_ASSERT_EQUAL(hdr.consumer_len, 1);
+}
+
 static void test_xrc_srqn_is_the_word_before_the_trailer(void)
 {
 	unsigned char out[IB_REQ_AREA];
@@ -666,6 +702,7 @@ CU_TestInfo ofx_test_pdata[] = {
 	{ "every flag and rtr combination round trips", test_every_flag_and_rtr_round_trips },
 	{ "trailer is the last 8 bytes in network order",
 	  test_trailer_is_last_8_bytes_in_network_order },
+	{ "wire bytes are fixed, check included", test_wire_bytes_are_fixed },
 	{ "XRC srqn is the word before the trailer", test_xrc_srqn_is_the_word_before_the_trailer },
 	{ "encode ignores the version and consumer_len fields",
 	  test_encode_ignores_version_and_consumer_len_fields },
