@@ -429,32 +429,13 @@ static int accept_pdata_max(struct conn *c, DAT_CR_HANDLE cr)
 	return 0;
 }
 
-/* One passive connection: pre-post, accept, send first, then receive. */
-static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum serve_mode mode)
+/* The connection of serve_one, once its PSPs listen. */
+static int serve_connection(struct conn *c, const char *want_p2p, const char *tag,
+			    enum serve_mode mode, DAT_PSP_HANDLE psp2, DAT_EVD_HANDLE cr_evd2)
 {
-	DAT_PSP_HANDLE psp, psp2 = DAT_HANDLE_NULL;
-	DAT_EVD_HANDLE cr_evd2 = DAT_HANDLE_NULL;
 	bool handoff = mode == SERVE_HANDOFF;
-	DAT_COUNT nbufs, span;
 	DAT_CR_HANDLE cr;
 
-	if (mode != SERVE_PROVIDER_EP && (create_ep(c, NULL) || post_recvs(c)))
-		return -1;
-	if (mode != SERVE_PROVIDER_EP) {
-		CHECK_DAT(dat_ep_recv_query(c->ep, &nbufs, &span));
-		if (nbufs != NRECV || span != NRECV * MSG_LEN) {
-			fail("%s: ep_recv_query %d buffers spanning %d, expected %d and %d", tag,
-			     nbufs, span, NRECV, NRECV * MSG_LEN);
-			return -1;
-		}
-	}
-	CHECK_DAT(dat_psp_create(c->cs.ia, QUAL, c->cs.cr_evd, mode == SERVE_PROVIDER_EP ?
-				 DAT_PSP_PROVIDER_FLAG : DAT_PSP_CONSUMER_FLAG, &psp));
-	if (handoff) {
-		CHECK_DAT(dat_evd_create(c->cs.ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd2));
-		CHECK_DAT(dat_psp_create(c->cs.ia, QUAL + 1, cr_evd2, DAT_PSP_CONSUMER_FLAG,
-					 &psp2));
-	}
 	printf("server ready (%s)\n", tag);
 	fflush(stdout);
 	if (take_request(c, handoff, psp2, cr_evd2, tag, &cr))
@@ -479,13 +460,66 @@ static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum
 			return -1;
 	if (expect_p2p(c, want_p2p, "auto", tag))
 		return -1;
-	if (wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED))
-		return -1;
-	CHECK_DAT(dat_psp_free(psp));
-	if (handoff) {
+	return wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED);
+}
+
+/* Frees what serve_one created; the first failure is the one reported. */
+static int free_psps(DAT_PSP_HANDLE psp, DAT_PSP_HANDLE psp2, DAT_EVD_HANDLE cr_evd2)
+{
+	if (psp2 != DAT_HANDLE_NULL)
 		CHECK_DAT(dat_psp_free(psp2));
+	if (cr_evd2 != DAT_HANDLE_NULL)
 		CHECK_DAT(dat_evd_free(cr_evd2));
+	if (psp != DAT_HANDLE_NULL)
+		CHECK_DAT(dat_psp_free(psp));
+	return 0;
+}
+
+/*
+ * One passive connection: pre-post, accept, send first, then receive.  The
+ * PSPs are freed whatever happened, so that a failed case leaves the
+ * qualifier free for the next one (which then fails or passes on its own).
+ */
+static int serve_one(struct conn *c, const char *want_p2p, const char *tag, enum serve_mode mode)
+{
+	DAT_PSP_HANDLE psp = DAT_HANDLE_NULL, psp2 = DAT_HANDLE_NULL;
+	DAT_EVD_HANDLE cr_evd2 = DAT_HANDLE_NULL;
+	DAT_COUNT nbufs, span;
+	DAT_RETURN ret;
+	int rc = -1;
+
+	if (mode != SERVE_PROVIDER_EP && (create_ep(c, NULL) || post_recvs(c)))
+		return -1;
+	if (mode != SERVE_PROVIDER_EP) {
+		CHECK_DAT(dat_ep_recv_query(c->ep, &nbufs, &span));
+		if (nbufs != NRECV || span != NRECV * MSG_LEN) {
+			fail("%s: ep_recv_query %d buffers spanning %d, expected %d and %d", tag,
+			     nbufs, span, NRECV, NRECV * MSG_LEN);
+			return -1;
+		}
 	}
+	ret = dat_psp_create(c->cs.ia, QUAL, c->cs.cr_evd, mode == SERVE_PROVIDER_EP ?
+			     DAT_PSP_PROVIDER_FLAG : DAT_PSP_CONSUMER_FLAG, &psp);
+	if (ret != DAT_SUCCESS) {
+		fail("%s: dat_psp_create qual %d: %s", tag, QUAL, dat_errstr(ret));
+		return -1;
+	}
+	if (mode == SERVE_HANDOFF) {
+		ret = dat_evd_create(c->cs.ia, 8, DAT_HANDLE_NULL, DAT_EVD_CR_FLAG, &cr_evd2);
+		if (ret == DAT_SUCCESS)
+			ret = dat_psp_create(c->cs.ia, QUAL + 1, cr_evd2, DAT_PSP_CONSUMER_FLAG,
+					     &psp2);
+		if (ret != DAT_SUCCESS) {
+			fail("%s: the handoff's evd and psp: %s", tag, dat_errstr(ret));
+			goto out;
+		}
+	}
+	rc = serve_connection(c, want_p2p, tag, mode, psp2, cr_evd2);
+out:
+	if (free_psps(psp, psp2, cr_evd2))
+		rc = -1;
+	if (rc)
+		return -1;
 	if (free_ep(c, tag))
 		return -1;
 	return drop_stale_requests(c, tag);

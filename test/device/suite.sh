@@ -250,6 +250,20 @@ section_cfg() {
 	fi
 }
 
+# 4b. siw's listener (test/device/siw-listener.sh): a connection its peer
+#     closes before siw accepted it must not take the listening socket with
+#     it.  Stock siw loses it (test/vm/build-siw fix_listener); the suite's
+#     module carries the fix, and this shows the fix is in.  Plain rping, no
+#     DAT: on rxe there is no TCP listener to lose.
+section_listener() {
+	if [ "$PLATFORM" != siw ]; then
+		vm_skip listener.siw "rxe: the IB CM has no TCP listener"
+		return
+	fi
+	vm_run listener.siw 300 "$OFX_TOP_SRCDIR/test/device/siw-listener.sh" "$B" 51990
+	vm_expect listener.siw 'ok listener survives 3 early closes' 'FAIL'
+}
+
 # 5. the project's own DAT consumers (test/device/*.c), when built; ofx_dev_tests
 #    includes dat_cr_handoff between two PSPs, dat_ep_recv_query and a
 #    DAT_PSP_PROVIDER_FLAG PSP (provider-created EP completed by ep_modify).
@@ -671,7 +685,7 @@ fi
 
 # OFX_DEVICE_ONLY="csp mpi ..." runs those sections alone (test/vm/loop-suite
 # uses it); the default is every section, and "full" with OFX_DEVICE_SUITE=full.
-SECTIONS="regress interop p2p wire cfg dev csp mpi dtestx srq cno memcheck fault"
+SECTIONS="regress interop p2p wire cfg listener dev csp mpi dtestx srq cno memcheck fault"
 [ "$SUITE" != full ] || SECTIONS+=" full"
 for s in ${OFX_DEVICE_ONLY:-$SECTIONS}; do
 	if ! declare -F "section_$s" >/dev/null; then
