@@ -140,9 +140,7 @@ int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL
 		ret = build_req_pdata(ep, pdata, pdata_len);
 	if (ret)
 		return ret;
-	memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
-	memcpy(&ep->remote_addr, addr, addr->sa_family == AF_INET6 ?
-	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	ofx_cm_addr_set(&ep->remote_addr, addr);
 	set_port(&ep->remote_addr, ofx_conn_qual_to_port(qual));
 	ep->remote_qual = qual;
 
