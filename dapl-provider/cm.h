@@ -103,13 +103,15 @@ const char *ofx_cm_addr_str(const struct sockaddr_storage *ss, char *buf, size_t
 
 /*
  * Stores the IPv4 or IPv6 address `addr` in `ss`, zero padded to the size
- * of a sockaddr_in6.  The bytes after that stay as they are: zero in every
- * storage the provider keeps (EPs and CRs are calloc'd, and every writer
- * of an address, this one and the copies from a CR's, leaves them alone),
- * so a whole-storage copy or compare still sees the address zero padded.
- * Three stores of 8 bytes or so, where zeroing the 128 bytes of the
- * storage and a copy of the address's length cost each connect about 50
- * instructions (cm-cost).
+ * of a sockaddr_in6 (any other family is stored as IPv4's size, as before).
+ * The bytes after that stay as they are: zero in every storage the
+ * provider keeps, because EPs and CRs are calloc'd and every writer of a
+ * peer address (connect, common connect, the CR, accept) stores it with
+ * this, while XRC's accept copies a whole storage that was kept so; a
+ * whole-storage copy or compare still sees the address zero padded.  A
+ * few stores, where zeroing the 128 bytes and a copy of the address's
+ * length cost each connect about 50 instructions, and a whole-storage copy
+ * each accept about 17 (cm-cost).
  */
 static inline void ofx_cm_addr_set(struct sockaddr_storage *ss, const struct sockaddr *addr)
 {

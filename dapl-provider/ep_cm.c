@@ -830,7 +830,7 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 		goto err_reset;
 	}
 	req->cm_id = NULL;
-	memcpy(&ep->remote_addr, req->remote_addr, sizeof(ep->remote_addr));
+	ofx_cm_addr_set(&ep->remote_addr, (const struct sockaddr *)req->remote_addr);
 	ep->local_qual = req->local_qual;
 	ep->remote_qual = 0;
 	ep->rtr_arrived = !(ep->p2p && ep->rtr == OFX_RTR_SEND);
