@@ -253,9 +253,7 @@ DAT_RETURN ofx_ep_common_connect(DAT_EP_HANDLE ep_handle, DAT_IA_ADDRESS_PTR rem
 		if (pdata_len)
 			memcpy(ep->csp_pdata, pdata, pdata_len);
 		ep->csp_pdata_len = pdata_len;
-		memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
-		memcpy(&ep->remote_addr, remote, remote->sa_family == AF_INET6 ?
-		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+		ofx_cm_addr_set(&ep->remote_addr, remote);
 		ep->remote_qual = sa_port(remote);
 		ofx_ep_conn_move(ep, OFX_EP_ACTIVE_PENDING);
 		if (timeout != DAT_TIMEOUT_INFINITE)

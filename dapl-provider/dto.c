@@ -21,7 +21,9 @@ int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size,
 {
 	uint32_t i;
 
-	memset(ring, 0, sizeof(*ring));
+	/* every field set one by one: no memset of the whole ring first */
+	ring->slots = NULL;
+	ring->size = 0;
 	if (size) {
 		ring->slots = calloc(size, sizeof(*ring->slots));
 		if (!ring->slots)
@@ -30,6 +32,7 @@ int ofx_cookie_ring_init(struct ofx_cookie_ring *ring, uint32_t size,
 	for (i = 0; i < size; i++)
 		ring->slots[i].ring = ring;
 	ring->size = size;
+	ring->unsignaled = 0;
 	ring->owner = owner;
 	ring->obj = owner ? owner->obj : NULL;
 	atomic_init(&ring->dying, owner && atomic_load(owner->dying));

@@ -140,9 +140,7 @@ int ofx_cm_connect(struct ofx_ep *ep, const struct sockaddr *addr, DAT_CONN_QUAL
 		ret = build_req_pdata(ep, pdata, pdata_len);
 	if (ret)
 		return ret;
-	memset(&ep->remote_addr, 0, sizeof(ep->remote_addr));
-	memcpy(&ep->remote_addr, addr, addr->sa_family == AF_INET6 ?
-	       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+	ofx_cm_addr_set(&ep->remote_addr, addr);
 	set_port(&ep->remote_addr, ofx_conn_qual_to_port(qual));
 	ep->remote_qual = qual;
 
@@ -832,7 +830,7 @@ int ofx_cm_accept(struct ofx_ep *ep, struct ofx_conn_req *req, const void *pdata
 		goto err_reset;
 	}
 	req->cm_id = NULL;
-	memcpy(&ep->remote_addr, req->remote_addr, sizeof(ep->remote_addr));
+	ofx_cm_addr_set(&ep->remote_addr, (const struct sockaddr *)req->remote_addr);
 	ep->local_qual = req->local_qual;
 	ep->remote_qual = 0;
 	ep->rtr_arrived = !(ep->p2p && ep->rtr == OFX_RTR_SEND);

@@ -108,7 +108,7 @@ void ofx_ep_conn_move(struct ofx_ep *ep, enum ofx_ep_state to)
 	set_state(ep, to);
 }
 
-void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep)
+void ofx_ep_conn_rtr_wait_end_slow(struct ofx_ep *ep)
 {
 	ofx_lock_assert_held(&ep->lock);
 	ofx_progress_timer_cancel(ep->obj.ia->progress, &ep->rtr_timer);

@@ -6,6 +6,7 @@
 #include <stdbool.h>
 #include <dat2/udat.h>
 #include "ep.h"
+#include "lock.h"
 
 /*
  * The EP connection state machine.  This module is the only writer of
@@ -50,7 +51,19 @@ void ofx_ep_conn_teardown(struct ofx_ep *ep);
  * the watch go.  Every move out of the pending states calls it (report,
  * teardown); so do reset and disconnect.  Idempotent; EP lock held.
  */
-void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep);
+void ofx_ep_conn_rtr_wait_end_slow(struct ofx_ep *ep);
+
+/*
+ * Inline: a connection calls it four times or so (report ESTABLISHED and
+ * DISCONNECTED, release, teardown) and nearly always finds no RTR wait to
+ * end (no timer armed, no watch), which is then a load of each and no call.
+ */
+static inline void ofx_ep_conn_rtr_wait_end(struct ofx_ep *ep)
+{
+	ofx_lock_assert_held(&ep->lock);
+	if (atomic_load_explicit(&ep->rtr_timer.armed, memory_order_acquire) || ep->rtr_watch)
+		ofx_ep_conn_rtr_wait_end_slow(ep);
+}
 
 /*
  * A passive p2p EP becomes CONNECTED once both rdma_cm's ESTABLISHED and

@@ -355,8 +355,7 @@ static void cr_fill_from_request(struct ofx_cr *cr, struct rdma_cm_event *ev)
 	cr->req_param = ev->param.conn;
 	cr->req_param.private_data = NULL;
 	if (peer)
-		memcpy(&cr->remote_addr, peer, peer->sa_family == AF_INET6 ?
-		       sizeof(struct sockaddr_in6) : sizeof(struct sockaddr_in));
+		ofx_cm_addr_set(&cr->remote_addr, peer);
 	/* our trailer (p2p request) is stripped; anything else is raw consumer data */
 	cr->has_hdr = len && !ofx_pdata_decode(data, len, &cr->hdr);
 	if (cr->has_hdr)

@@ -153,6 +153,34 @@ static void test_retry_count_is_capped_below_infinite(void)
 	ofx_verbs_set(NULL);
 }
 
+/*
+ * ofx_cm_addr_set writes only the first sizeof(struct sockaddr_in6) bytes:
+ * an IPv4 address after an IPv6 one leaves none of the old bytes there,
+ * and the rest of the storage (zero, as the provider keeps it) stays zero.
+ */
+static void test_addr_set_pads_to_in6_and_keeps_the_rest(void)
+{
+	struct sockaddr_storage ss, zero;
+	struct sockaddr_in6 v6 = { .sin6_family = AF_INET6, .sin6_port = htons(4791),
+				   .sin6_flowinfo = 0x12345678, .sin6_scope_id = 7 };
+	struct sockaddr_in v4 = { .sin_family = AF_INET, .sin_port = htons(1234) };
+	const unsigned char *b = (const unsigned char *)&ss;
+
+	memset(&ss, 0, sizeof(ss));
+	memset(&zero, 0, sizeof(zero));
+	memset(&v6.sin6_addr, 0xab, sizeof(v6.sin6_addr));
+	v4.sin_addr.s_addr = htonl(0x0a000001);
+
+	ofx_cm_addr_set(&ss, (const struct sockaddr *)&v6);
+	CU_ASSERT_EQUAL(memcmp(&ss, &v6, sizeof(v6)), 0);
+	CU_ASSERT_EQUAL(memcmp(b + sizeof(v6), &zero, sizeof(ss) - sizeof(v6)), 0);
+
+	ofx_cm_addr_set(&ss, (const struct sockaddr *)&v4);
+	CU_ASSERT_EQUAL(memcmp(&ss, &v4, sizeof(v4)), 0);
+	/* nothing of the IPv6 address is left behind the IPv4 one */
+	CU_ASSERT_EQUAL(memcmp(b + sizeof(v4), &zero, sizeof(ss) - sizeof(v4)), 0);
+}
+
 CU_TestInfo ofx_test_cm[] = {
 	{ "p2p auto asks only on iWARP", test_auto_asks_only_on_iwarp },
 	{ "p2p=on asks everywhere, p2p=off never", test_ia_option_on_and_off },
@@ -163,5 +191,7 @@ CU_TestInfo ofx_test_cm[] = {
 	{ "collision rule orders by address, then port", test_collision_rule_orders_address_then_port },
 	{ "transport retry count is capped below rxe's infinite 7",
 	  test_retry_count_is_capped_below_infinite },
+	{ "an address is stored zero padded to a sockaddr_in6, the rest kept",
+	  test_addr_set_pads_to_in6_and_keeps_the_rest },
 	CU_TEST_INFO_NULL,
 };

@@ -106,6 +106,34 @@ static void test_reserve_hands_out_sequences_until_full(void)
 	ofx_cookie_ring_fini(&ring);
 }
 
+/* init sets every field itself: a ring over stale memory starts empty */
+static void test_init_over_stale_memory_starts_empty(void)
+{
+	struct ofx_cookie_ring ring;
+	uint32_t i;
+
+	memset(&ring, 0xa5, sizeof(ring));
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ring, 4, NULL) == 0);
+	CU_ASSERT_EQUAL(ring.size, 4);
+	CU_ASSERT_EQUAL(ring.unsignaled, 0);
+	CU_ASSERT_EQUAL(atomic_load(&ring.head), 0);
+	CU_ASSERT_EQUAL(atomic_load(&ring.tail), 0);
+	CU_ASSERT_PTR_NULL(ring.owner);
+	CU_ASSERT_PTR_NULL(ring.obj);
+	CU_ASSERT_FALSE(atomic_load(&ring.dying));
+	for (i = 0; i < 4; i++)
+		CU_ASSERT_PTR_EQUAL(ring.slots[i].ring, &ring);
+	CU_ASSERT_EQUAL(ofx_cookie_ring_outstanding(&ring), 0);
+	ofx_cookie_ring_fini(&ring);
+
+	memset(&ring, 0xa5, sizeof(ring));
+	CU_ASSERT_FATAL(ofx_cookie_ring_init(&ring, 0, NULL) == 0);
+	CU_ASSERT_PTR_NULL(ring.slots);
+	CU_ASSERT_EQUAL(ring.size, 0);
+	CU_ASSERT_PTR_NULL(ofx_cookie_ring_reserve(&ring));
+	ofx_cookie_ring_fini(&ring);
+}
+
 static void test_reserve_without_commit_returns_same_slot(void)
 {
 	struct ofx_cookie_ring ring;
@@ -828,6 +856,7 @@ static void test_set_watermark_stores_and_checks_values(void)
 CU_TestInfo ofx_test_dto[] = {
 	{ "reserve hands out sequences until the ring is full",
 	  test_reserve_hands_out_sequences_until_full },
+	{ "init over stale memory starts an empty ring", test_init_over_stale_memory_starts_empty },
 	{ "reserve without commit returns the same slot",
 	  test_reserve_without_commit_returns_same_slot },
 	{ "signaled completion retires all older slots",

@@ -1032,6 +1032,51 @@ static void accepted(struct fixture *f, struct passive *p)
 	CU_ASSERT_EQUAL(ofx_cr_accept(p->cr, f->ep, 0, NULL), DAT_SUCCESS);
 }
 
+/*
+ * The peer's address as the CR and, after the accept, the EP report it: an
+ * IPv4 peer accepted on an EP whose storage last held an IPv6 address
+ * shows no byte of the old one (both store the address zero padded to a
+ * sockaddr_in6, cm.h ofx_cm_addr_set).
+ */
+static void test_accept_reports_the_peer_address_zero_padded(void)
+{
+	struct sockaddr_in peer = { .sin_family = AF_INET, .sin_port = htons(5555) };
+	struct sockaddr_in6 old = { .sin6_family = AF_INET6, .sin6_port = htons(1) };
+	unsigned char zero[sizeof(struct sockaddr_storage)] = { 0 };
+	DAT_CR_PARAM crp;
+	DAT_EP_PARAM epp;
+	struct fixture f;
+	struct passive p;
+
+	setup(&f, OFX_TRANSPORT_ROCE);
+	memset(&old.sin6_addr, 0xee, sizeof(old.sin6_addr));
+	memcpy(&f.e->remote_addr, &old, sizeof(old));
+	peer.sin_addr.s_addr = htonl(0xc0a80002);
+	CU_ASSERT_FATAL(ofx_psp_create(&ia, 4000, f.cr_evd, DAT_PSP_CONSUMER_FLAG, &p.psp) ==
+			DAT_SUCCESS);
+	p.listen_id = fake_cm.last_id;
+	p.id = fake_cm_queue_request(p.listen_id, NULL, 0, 4, 4);
+	fake_cm_set_peer(p.id, &peer);
+	fake_cm_deliver(&ia);
+	{
+		DAT_EVENT ev;
+
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f.cr_evd, &ev), DAT_SUCCESS);
+		p.cr = ev.event_data.cr_arrival_event_data.cr_handle;
+	}
+	CU_ASSERT_EQUAL_FATAL(ofx_cr_query(p.cr, DAT_CR_FIELD_ALL, &crp), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(memcmp(crp.remote_ia_address_ptr, &peer, sizeof(peer)), 0);
+	CU_ASSERT_EQUAL(memcmp((unsigned char *)crp.remote_ia_address_ptr + sizeof(peer), zero,
+			       sizeof(struct sockaddr_storage) - sizeof(peer)), 0);
+	CU_ASSERT_EQUAL(ofx_cr_accept(p.cr, f.ep, 0, NULL), DAT_SUCCESS);
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_query(f.ep, DAT_EP_FIELD_ALL, &epp), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(memcmp(epp.remote_ia_address_ptr, &peer, sizeof(peer)), 0);
+	CU_ASSERT_EQUAL(memcmp((unsigned char *)epp.remote_ia_address_ptr + sizeof(peer), zero,
+			       sizeof(struct sockaddr_storage) - sizeof(peer)), 0);
+	passive_done(&p);
+	teardown(&f);
+}
+
 static void test_passive_accept_then_established(void)
 {
 	struct fixture f;
@@ -1936,6 +1981,8 @@ static void test_passive_p2p_rtr_that_never_comes(void)
 }
 
 CU_TestInfo ofx_test_ep_conn[] = {
+	{ "accept reports the peer address zero padded, none of the old one",
+	  test_accept_reports_the_peer_address_zero_padded },
 	{ "moves outside the table are refused", test_moves_outside_the_table_are_refused },
 	{ "the data path flag follows the state", test_data_path_flag_follows_the_state },
 	{ "active connect reports the REP's data", test_active_connect_reports_the_rep_data },
