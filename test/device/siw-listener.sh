@@ -25,8 +25,11 @@ ip=${1:?server ip} port=${2:?port} rounds=${3:-3}
 out=${VM_LOGS:-/tmp}
 srv_pid=
 
+# progress lines with the time since the start, for a slow run's log
+say() { echo "siw-listener: [${SECONDS}s] $*"; }
+
 fail() {
-	echo "FAIL: $*"
+	say "FAIL: $*"
 	[ -z "$srv_pid" ] || kill "$srv_pid" 2>/dev/null
 	exit 1
 }
@@ -46,8 +49,10 @@ for ((i = 0; i < 300; i++)); do
 	sleep 0.1
 done
 listening || fail "rping server not listening on port $port after 30 s"
+say "rping server listening on $ip:$port"
 rdma_client before || fail "rping before the early closes: $(tail -n 3 "$out/siw-listener.client.before.log")"
 
+say "rping before the early closes: ok"
 # the spin ends by the clock: a real-time loop must not outlive a hang
 # shellcheck disable=SC2016 # expanded by the bash -c that runs it
 spin='end=$((SECONDS + 2)); while [ "$SECONDS" -lt "$end" ]; do :; done'
@@ -64,9 +69,11 @@ for ((r = 1; r <= rounds; r++)); do
 		sleep 0.1
 	done
 	listening || fail "round $r: port $port stopped listening after a connection closed before siw accepted it"
+	say "round $r: still listening"
 done
 rdma_client after || fail "rping after the early closes: $(tail -n 3 "$out/siw-listener.client.after.log")"
 kill "$srv_pid" 2>/dev/null
 wait "$srv_pid" 2>/dev/null
+say "rping after the early closes: ok"
 echo "ok listener survives $rounds early closes"
 exit 0

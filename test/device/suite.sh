@@ -260,7 +260,8 @@ section_listener() {
 		vm_skip listener.siw "rxe: the IB CM has no TCP listener"
 		return
 	fi
-	vm_run listener.siw 300 "$OFX_TOP_SRCDIR/test/device/siw-listener.sh" "$B" 51990
+	vm_run listener.siw 300 env VM_LOGS="$VM_LOGS" "$OFX_TOP_SRCDIR/test/device/siw-listener.sh" \
+		"$B" 51990
 	vm_expect listener.siw 'ok listener survives 3 early closes' 'FAIL'
 }
 
