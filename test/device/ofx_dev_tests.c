@@ -429,6 +429,15 @@ static int accept_pdata_max(struct conn *c, DAT_CR_HANDLE cr)
 	return 0;
 }
 
+/* A DAT call's failure as CHECK_DAT reports it, without returning: -1 or 0. */
+static int check_dat(DAT_RETURN ret, const char *call)
+{
+	if (ret == DAT_SUCCESS)
+		return 0;
+	fail("%s: %s", call, dat_errstr(ret));
+	return -1;
+}
+
 /* The connection of serve_one, once its PSPs listen. */
 static int serve_connection(struct conn *c, const char *want_p2p, const char *tag,
 			    enum serve_mode mode, DAT_PSP_HANDLE psp2, DAT_EVD_HANDLE cr_evd2)
@@ -463,16 +472,18 @@ static int serve_connection(struct conn *c, const char *want_p2p, const char *ta
 	return wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED);
 }
 
-/* Frees what serve_one created; the first failure is the one reported. */
+/* Frees what serve_one created: each one, whatever an earlier free gave. */
 static int free_psps(DAT_PSP_HANDLE psp, DAT_PSP_HANDLE psp2, DAT_EVD_HANDLE cr_evd2)
 {
-	if (psp2 != DAT_HANDLE_NULL)
-		CHECK_DAT(dat_psp_free(psp2));
-	if (cr_evd2 != DAT_HANDLE_NULL)
-		CHECK_DAT(dat_evd_free(cr_evd2));
-	if (psp != DAT_HANDLE_NULL)
-		CHECK_DAT(dat_psp_free(psp));
-	return 0;
+	int rc = 0;
+
+	if (psp2 != DAT_HANDLE_NULL && check_dat(dat_psp_free(psp2), "dat_psp_free(psp2)"))
+		rc = -1;
+	if (cr_evd2 != DAT_HANDLE_NULL && check_dat(dat_evd_free(cr_evd2), "dat_evd_free(cr_evd2)"))
+		rc = -1;
+	if (psp != DAT_HANDLE_NULL && check_dat(dat_psp_free(psp), "dat_psp_free(psp)"))
+		rc = -1;
+	return rc;
 }
 
 /*
