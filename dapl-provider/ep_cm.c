@@ -885,6 +885,24 @@ static bool rtr_watch_start(struct ofx_ep *ep)
  * anything (waiting for it here could deadlock: a notify op of another
  * owner among the same batch may wait for this thread).
  */
+/*
+ * One look for the RTR in the recv CQ (no EP lock held).  The RTR first
+ * there (the usual case: it beat the rdma_cm ESTABLISHED) is settled here,
+ * as its notify op would settle it, without going through the EVD's
+ * conversion; the EP is alive (rtr_timer_run's callers) but may be dying,
+ * when its completions are dropped as the generic drain drops them.  Any
+ * other completion first: ofx_evd_take_own drains the CQ, the RTR reaching
+ * the EP through its notify op.
+ */
+static void rtr_look(struct ofx_ep *ep)
+{
+	struct ibv_wc wc;
+
+	if (ofx_evd_take_own(ep->recv_evd, (uintptr_t)&ep->rtr_cookie, &wc) == 1 &&
+	    !atomic_load(&ep->dying))
+		ofx_ep_dto_notify(ep, &wc);
+}
+
 static void rtr_timer_run(void *arg)
 {
 	struct ofx_ep *ep = arg;
@@ -893,7 +911,7 @@ static void rtr_timer_run(void *arg)
 
 	/* the RTR before ESTABLISHED, or one the ring had no room for */
 	if (ep->recv_evd)
-		ofx_evd_drain_cq(ep->recv_evd);
+		rtr_look(ep);
 	/*
 	 * Connected (by the drain, usually) or over: no RTR is awaited, and a
 	 * state that may send never moves back to RTR_WAIT but through a new
@@ -924,7 +942,7 @@ static void rtr_timer_run(void *arg)
 	}
 	pthread_mutex_unlock(&ep->lock);
 	if (watched)
-		ofx_evd_drain_cq(ep->recv_evd);
+		rtr_look(ep);
 }
 
 /*

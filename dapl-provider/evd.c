@@ -879,6 +879,58 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 	return evd_drain_cq(evd, &room);
 }
 
+/*
+ * The one completion evd_take_own polled that was not the caller's: into the
+ * ring as a drain would take it (its owner's notify op included, unlocked),
+ * then the rest of the CQ the generic way, where the caller's own completion,
+ * if it is there, reaches its owner's notify op.  Called with evd->lock
+ * held; unlocks.  Out of line: the awaited completion usually comes first.
+ */
+static __attribute__((noinline)) int evd_take_other(struct ofx_evd *evd, struct ibv_wc *wc)
+{
+	struct evd_notify notify[1];
+	int nnotify = 0, ret;
+
+	evd_take_batch_locked(evd, wc, 1, NULL, notify, &nnotify);
+	if (nnotify)
+		atomic_fetch_add(&evd->notify_inflight, 1);
+	pthread_mutex_unlock(&evd->lock);
+	if (nnotify) {
+		evd_run_notify(notify, nnotify);
+		evd_notify_done(evd);
+	}
+	ret = ofx_evd_drain_cq(evd);
+	return ret < 0 ? ret : 0;
+}
+
+int ofx_evd_take_own(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc)
+{
+	int got;
+
+	if (!evd->cq)
+		return 0;
+	pthread_mutex_lock(&evd->lock);
+	/* a full ring could not take another completion; old CQs come after */
+	if (ofx_unlikely(evd->n_old_cqs || evd->count >= evd->qlen)) {
+		pthread_mutex_unlock(&evd->lock);
+		got = ofx_evd_drain_cq(evd);
+		return got < 0 ? got : 0;
+	}
+	got = ofx_verbs->poll_cq(evd->cq, 1, wc);
+	if (ofx_likely(got == 1 && wc->wr_id == wr_id)) {
+		pthread_mutex_unlock(&evd->lock);
+		return 1;
+	}
+	if (got == 1)
+		return evd_take_other(evd, wc);	/* unlocks */
+	pthread_mutex_unlock(&evd->lock);
+	if (got < 0) {
+		ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
+		return -EIO;
+	}
+	return 0;
+}
+
 bool ofx_evd_drain_all(struct ofx_evd *evd)
 {
 	bool room;

@@ -165,6 +165,17 @@ void ofx_ia_post_async(struct ofx_ia *ia, DAT_EVENT_NUMBER num, DAT_HANDLE handl
  */
 int ofx_evd_drain_cq(struct ofx_evd *evd);
 /*
+ * The look of an owner awaiting one internal work request of its own, an
+ * RTR, outside any ring (wr_id: its cookie): polls one completion.  1 when
+ * it is that one: it is the caller's in *wc, never an event, and no notify
+ * op runs for it (the caller settles it).  0 otherwise: the CQ was drained
+ * as ofx_evd_drain_cq does (a completion in the way first), which hands the
+ * awaited one, if it was there, to its owner's notify op; also 0 with no
+ * CQ, or a ring too full to take a completion in the way.  A negative errno
+ * if the poll failed.
+ */
+int ofx_evd_take_own(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc);
+/*
  * ofx_evd_drain_cq, then whether the CQ is known empty: false when the ring
  * filled up (CQEs may remain behind it).  NULL-safe.
  */

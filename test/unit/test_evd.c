@@ -1347,11 +1347,75 @@ static void test_notify_done_unwaited_takes_no_waiter_lock(void)
 	own_end(d.evd, &w);
 }
 
+/*
+ * ofx_evd_take_own (the RTR's look): the owner's completion first in the
+ * CQ comes back in the wc, neither queued nor notified; one behind a
+ * consumer's completion reaches the owner's notify op through the drain,
+ * the consumer's event queued; an empty CQ gives 0, and so does a full
+ * ring, which polls nothing.
+ */
+static void test_take_own_takes_its_completion_first_else_drains(void)
+{
+	struct ofx_evd *evd;
+	struct ofx_ep *ep;
+	struct own_wr w;
+	struct ibv_wc wc, sent;
+	uint64_t id;
+	DAT_EVENT ev;
+	int i;
+
+	evd = own_start(&w);
+	ep = fake_ep_new(64);
+	id = (uintptr_t)&w.cookie;
+	CU_ASSERT_EQUAL(ofx_evd_take_own(evd, id, &wc), 0);
+
+	own_wr_completes(&w, evd);
+	memset(&wc, 0, sizeof(wc));
+	CU_ASSERT_EQUAL(ofx_evd_take_own(evd, id, &wc), 1);
+	CU_ASSERT_EQUAL(wc.wr_id, id);
+	CU_ASSERT_EQUAL(wc.status, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(wc.qp_num, 0x77);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 0);
+	CU_ASSERT_EQUAL(evd->count, 0);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 0);
+
+	sent = fake_send_wc(ep, 7);
+	fake_cq_push(evd, &sent);
+	own_wr_completes(&w, evd);
+	CU_ASSERT_EQUAL(ofx_evd_take_own(evd, id, &wc), 0);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	CU_ASSERT_EQUAL(w.status, IBV_WC_SUCCESS);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 0);
+	CU_ASSERT_EQUAL(atomic_load(&evd->notify_inflight), 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 7);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_QUEUE_EMPTY);
+
+	push_sends(ep, evd, 100, evd->qlen);
+	CU_ASSERT_EQUAL(ofx_evd_drain_cq(evd), evd->qlen);
+	own_wr_completes(&w, evd);
+	CU_ASSERT_EQUAL(ofx_evd_take_own(evd, id, &wc), 0);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 1);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	for (i = 0; i < evd->qlen; i++) {
+		CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+		CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64,
+				100 + (uint64_t)i);
+	}
+	CU_ASSERT_EQUAL(ofx_evd_take_own(evd, id, &wc), 1);
+	CU_ASSERT_EQUAL(wc.wr_id, id);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	fake_ep_delete(ep);
+	own_end(evd, &w);
+}
+
 CU_TestInfo ofx_test_evd[] = {
 	{ "a drain's notify done, unwaited, takes no waiter lock",
 	  test_notify_done_unwaited_takes_no_waiter_lock },
 	{ "channel watch hands a completion to its owner, nobody polling",
 	  test_channel_watch_hands_a_completion_to_its_owner_unpolled },
+	{ "take_own takes its completion first in the cq, else drains",
+	  test_take_own_takes_its_completion_first_else_drains },
 	{ "wait_cq returns once a drain made it done", test_wait_cq_returns_once_a_drain_made_it_done },
 	{ "wait_cq ends at its deadline", test_wait_cq_ends_at_its_deadline },
 	{ "wait_cq wakes on a completion event", test_wait_cq_wakes_on_a_completion_event },
