@@ -1911,6 +1911,20 @@ static __attribute__((noinline, cold)) void dto_failed(struct ofx_ep *ep, const 
 	}
 }
 
+/*
+ * An RTR nudge completed (ep->lock held): flushed, or failed as the peer's
+ * close crossed it (siw fails a write on a reset stream).  The connection's
+ * end is the CM's DISCONNECTED, which the close brings: the provider's own
+ * write must not make a graceful end BROKEN.  Out of line, rare.
+ */
+static __attribute__((noinline, cold)) void nudge_completed(struct ofx_ep *ep,
+								 const struct ibv_wc *wc)
+{
+	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+		ofx_info("qp 0x%x: rtr nudge failed (%s): the peer closed; its CM event ends "
+			 "the connection", ofx_ep_qp_num(ep), ibv_wc_status_str(wc->status));
+}
+
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 {
 	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
@@ -1918,7 +1932,9 @@ void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
 	if (ep->transport->completion(ep, wc))
 		return;
 	pthread_mutex_lock(&ep->lock);
-	if (wc->status != IBV_WC_SUCCESS) {
+	if (ck == &ep->nudge_cookie) {
+		nudge_completed(ep, wc);
+	} else if (wc->status != IBV_WC_SUCCESS) {
 		dto_failed(ep, wc);
 	} else if (is_rtr_recv(ep, ck)) {
 		atomic_fetch_add(&ep->obj.ia->stats.rtr_received, 1);
@@ -1948,8 +1964,19 @@ static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie
 		return false;
 	if (is_rtr_recv(ep, slot) && wc->status == IBV_WC_SUCCESS)
 		atomic_store(&ep->rtr_polled, true);
+	/* an unsignaled nudge completes when it failed or was flushed */
+	if (slot == &ep->nudge_cookie && wc->status != IBV_WC_SUCCESS &&
+	    wc->status != IBV_WC_WR_FLUSH_ERR)
+		atomic_store(&ep->nudge_failed, true);
 	*notify_p = owner;
 	return false;
+}
+
+bool ofx_ep_fatal_was_nudge(struct ofx_ep *ep)
+{
+	if (!atomic_load(&ep->nudge_failed) && ep->req_evd)
+		ofx_evd_drain_cq(ep->req_evd);
+	return atomic_load(&ep->nudge_failed);
 }
 
 static void ep_cookie_notify(struct ofx_cookie_owner *owner, const struct ibv_wc *wc)

@@ -170,6 +170,13 @@ struct ofx_ep {
 	uint64_t rtr_deadline_ns;	/* of this connection's wait (a stale timer sees a later one) */
 	bool rtr_watch;			/* passive: ofx_evd_watch_channel of recv_evd held */
 	uint8_t rtr_nudges;		/* active: nudges this connection has sent */
+	/*
+	 * active: the nudges' work requests (not the RTR's cookie: a nudge
+	 * that fails is the provider's, ofx_ep_fatal_was_nudge), and whether
+	 * one failed (set by the drain that took its completion)
+	 */
+	struct ofx_cookie nudge_cookie;
+	_Atomic bool nudge_failed;
 
 	/*
 	 * Teardown: once `dying` is set the EP's completions are retired but
@@ -313,6 +320,15 @@ void ofx_ep_free_zombie(struct ofx_obj *obj);
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc);
 
 /*
+ * A fatal QP error (IBV_EVENT_QP_FATAL) on `ep`: true when the work request
+ * that failed was an RTR nudge of the provider's, not the consumer's (the
+ * peer's close crossed it).  Drains the EP's request EVD first: the device
+ * writes the failed request's completion before it raises the event.
+ * From the async event handler, which holds the QP (and so the EP) alive.
+ */
+bool ofx_ep_fatal_was_nudge(struct ofx_ep *ep);
+
+/*
  * The EP's own work requests (OFX_COOKIE_F_OWNER cookies of its cookie
  * owner, out of the rings): the ready-to-receive message.  Never a DTO
  * event; every completion of one reaches ofx_ep_dto_notify.  (XRC's fence
@@ -323,6 +339,7 @@ enum ofx_ep_cookie_op {
 	OFX_EP_OP_RTR_RECV,
 	OFX_EP_OP_RTR_WRITE,
 	OFX_EP_OP_RTR_READ,
+	OFX_EP_OP_RTR_NUDGE,	/* the active side's writes after its RTR (ep_cm.c) */
 };
 /* Makes `ck` one of the EP's own work requests, of kind `op`. */
 void ofx_ep_own_cookie(struct ofx_ep *ep, struct ofx_cookie *ck, enum ofx_ep_cookie_op op);

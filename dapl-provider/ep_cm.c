@@ -307,11 +307,11 @@ static void save_pdata(struct ofx_ep *ep, const void *data, int len, bool *hdr_f
  * earlier work request left in the ring slot (the response is then refused
  * and the QP fails).  mlx5 and rxe skip empty segments.
  */
-static int post_empty(struct ofx_ep *ep, enum ibv_wr_opcode opcode)
+static int post_empty(struct ofx_ep *ep, struct ofx_cookie *ck, enum ibv_wr_opcode opcode)
 {
 	static struct ibv_sge no_bytes;
 	struct ibv_send_wr wr = {
-		.wr_id = (uintptr_t)&ep->rtr_cookie,
+		.wr_id = (uintptr_t)ck,
 		.opcode = opcode,
 		.sg_list = opcode == IBV_WR_RDMA_READ ? &no_bytes : NULL,
 		.num_sge = opcode == IBV_WR_RDMA_READ ? 1 : 0,
@@ -335,7 +335,7 @@ static int post_rtr(struct ofx_ep *ep)
 	int ret;
 
 	ofx_ep_own_cookie(ep, &ep->rtr_cookie, op[ep->rtr]);
-	ret = post_empty(ep, opcode[ep->rtr]);
+	ret = post_empty(ep, &ep->rtr_cookie, opcode[ep->rtr]);
 	if (ret) {
 		ofx_err("post rtr (%s) on qp 0x%x: %s", ofx_rtr_type_str(ep->rtr), ofx_ep_qp_num(ep),
 			strerror(-ret));
@@ -378,11 +378,14 @@ static void rtr_nudge_run(void *arg)
 	int ret;
 
 	pthread_mutex_lock(&ep->lock);
-	/* the connection ended: its end cancelled the timer, which had fired */
-	if (ep->state != OFX_EP_CONNECTED || !ep->qp)
+	/*
+	 * the connection ended: its end cancelled the timer, which had fired;
+	 * or a nudge failed: the QP is in error, the peer gone
+	 */
+	if (ep->state != OFX_EP_CONNECTED || !ep->qp || atomic_load(&ep->nudge_failed))
 		goto out;
-	/* the RTR's cookie: flushed, it is never an event */
-	ret = post_empty(ep, IBV_WR_RDMA_WRITE);
+	/* never an event: flushed or failed, only the EP hears of it */
+	ret = post_empty(ep, &ep->nudge_cookie, IBV_WR_RDMA_WRITE);
 	if (ret)
 		ofx_dbg("ep %p qp 0x%x: rtr nudge %u not posted: %s", (void *)ep,
 			ofx_ep_qp_num(ep), ep->rtr_nudges, strerror(-ret));
@@ -397,6 +400,8 @@ static void rtr_nudge_start(struct ofx_ep *ep)
 {
 	if (!ep->p2p || !ep->obj.ia->rtr_nudge)
 		return;
+	ofx_ep_own_cookie(ep, &ep->nudge_cookie, OFX_EP_OP_RTR_NUDGE);
+	atomic_store(&ep->nudge_failed, false);
 	ep->rtr_nudges = 0;
 	rtr_nudge_arm(ep);
 }

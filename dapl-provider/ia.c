@@ -246,6 +246,22 @@ static bool ofx_ia_xrc_qp_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 }
 
 /*
+ * A fatal error of a QP whose failed work request was the provider's own RTR
+ * nudge: the peer's close crossed it, and the connection's CM event reports
+ * its end.  An async EP_BROKEN would call a graceful end fatal.
+ */
+static bool qp_fatal_was_nudge(struct ofx_ia *ia, struct ibv_qp *qp)
+{
+	struct ofx_ep *ep = ofx_ia_qp_ep(qp);
+
+	if (!ep || !ofx_ep_fatal_was_nudge(ep))
+		return false;
+	ofx_info("device %s: qp 0x%x (ep %p) failed on an rtr nudge as the peer closed: "
+		 "not an async error", ofx_ia_dev_name(ia), qp->qp_num, (void *)ep);
+	return true;
+}
+
+/*
  * Contract 3.2 "Async".  The context pointers are ours when the object is:
  * qp_context is the struct ofx_ep, cq_context the struct ofx_evd,
  * srq_context the SRQ object (any struct starting with struct ofx_obj).  The
@@ -284,6 +300,8 @@ void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 	case IBV_EVENT_QP_REQ_ERR:
 	case IBV_EVENT_QP_ACCESS_ERR:
 	case IBV_EVENT_SQ_DRAINED:
+		if (ev->event_type == IBV_EVENT_QP_FATAL && qp_fatal_was_nudge(ia, ev->element.qp))
+			break;
 		if (ofx_ia_post_owned(ev->element.qp->qp_context, OFX_OBJ_EP,
 				      DAT_ASYNC_ERROR_EP_BROKEN))
 			ofx_warn("device %s: %s on qp 0x%x (ep %p)", ofx_ia_dev_name(ia), what,

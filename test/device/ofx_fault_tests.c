@@ -61,6 +61,11 @@
  *   slow_accept     the server accepts 3 s after the request came: the
  *                   connection comes up (not TIMED_OUT, not BROKEN) and an
  *                   echo goes both ways.
+ *   hangup_soon     24 times: connect, and the server disconnects as soon
+ *                   as it sees ESTABLISHED: this side gets DISCONNECTED
+ *                   (never BROKEN), its receives back FLUSHED, and no
+ *                   async event (the active p2p side's RTR nudges, ep_cm.c,
+ *                   may cross the peer's close).
  *   evd_overflow    16 signalled RDMA writes reported on a request EVD of
  *                   qlen 4: all 16 are dequeued, in order, none lost.
  *   access_write_ro RDMA write to a peer LMR without REMOTE_WRITE.
@@ -149,6 +154,7 @@ enum req_case {
 	REQ_SLOW = 'S',	/* accept 3 s after the request arrived */
 	REQ_GATE = 'G',	/* hold the request until SIGUSR1, then accept */
 	REQ_QUIT = 'Q',	/* reject and exit */
+	REQ_HANGUP = 'H',	/* disconnect as soon as ESTABLISHED is seen */
 };
 
 /* The server's three peer LMRs, sent in the accept private data. */
@@ -528,7 +534,8 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 	struct ctx *c = &s->c;
 	DAT_EP_HANDLE ep;
 	DAT_EVENT ev;
-	int nrecv = what == REQ_RNR ? 0 : NRECV;
+	/* hangup: nothing arrives, and no flushed receives pile up in this EVD */
+	int nrecv = what == REQ_RNR || what == REQ_HANGUP ? 0 : NRECV;
 	double rnr_post_at = 0;
 	bool done = false;
 	uint64_t sends = 0;
@@ -585,6 +592,12 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 		return -1;
 	}
 	printf("server established qual %llu case %c\n", (unsigned long long)s->qual, what);
+	if (what == REQ_HANGUP) {
+		int ret = disconnect_ep(c, ep);
+
+		CHECK_DAT(dat_ep_free(ep));
+		return ret;
+	}
 	if (what == REQ_RNR)
 		rnr_post_at = now_s() + 2.0;
 	while (!done) {
@@ -1158,6 +1171,62 @@ static int case_slow_accept(void)
 	return ctx_close(&c);
 }
 
+#define HANGUP_ROUNDS 24
+
+/*
+ * One round of hangup_soon: the peer disconnects the moment it sees
+ * ESTABLISHED.  This side only waits: DISCONNECTED must follow, nothing
+ * else, and the IA's async EVD must stay empty (an operation of the
+ * provider's own, posted as the peer's close crosses it, must not turn a
+ * graceful end into a fatal QP error).
+ */
+static int hangup_round(struct ctx *c, int round)
+{
+	DAT_EP_HANDLE ep;
+	DAT_EVENT ev;
+	DAT_RETURN r;
+
+	if (ep_make(c, c->dto_evd, NRECV, 8, &ep))
+		return -1;
+	for (int i = 0; i < NRECV; i++)
+		if (post_recv(c, ep, i, i))
+			return -1;
+	if (connect_ep(c, ep, server_ip, QUAL_SERVER, REQ_HANGUP, NULL, 60, NRECV))
+		return -1;
+	if (wait_event(c->cs.conn_evd, EVENT_WAIT_US, 0, &ev, "the peer's hang-up"))
+		return -1;
+	if (ev.event_number != DAT_CONNECTION_EVENT_DISCONNECTED)
+		fail("round %d: %s after the peer's graceful disconnect, not DISCONNECTED", round,
+		     event_name(ev.event_number));
+	r = dat_evd_dequeue(c->cs.async_evd, &ev);
+	if (r == DAT_SUCCESS)
+		fail("round %d: async event %s on a graceful end", round,
+		     event_name(ev.event_number));
+	else if (DAT_GET_TYPE(r) != DAT_QUEUE_EMPTY)
+		fail("round %d: async evd dequeue: %s", round, dat_errstr(r));
+	/* the receives come back flushed, each once */
+	for (int i = 0; i < NRECV; i++)
+		if (wait_dto(c, ep, (uint64_t)i, DAT_DTO_ERR_FLUSHED, &ev))
+			return -1;
+	CHECK_DAT(dat_ep_free(ep));
+	return 0;
+}
+
+static int case_hangup_soon(void)
+{
+	struct ctx c;
+
+	if (ctx_open(&c, 64))
+		return -1;
+	for (int round = 0; round < HANGUP_ROUNDS && !failures; round++)
+		if (hangup_round(&c, round))
+			return -1;
+	if (!failures)
+		printf("ok hangup_soon: %d peers hung up at ESTABLISHED: DISCONNECTED each, "
+		       "no async event\n", HANGUP_ROUNDS);
+	return ctx_close(&c);
+}
+
 #define OVF_QLEN 4
 #define OVF_N 16
 
@@ -1445,6 +1514,7 @@ static const struct {
 	{ "unreachable_resolve", case_unreachable_resolve },
 	{ "rnr", case_rnr },
 	{ "slow_accept", case_slow_accept },
+	{ "hangup_soon", case_hangup_soon },
 	{ "evd_overflow", case_evd_overflow },
 	{ "access_write_ro", NULL },
 	{ "access_bad_rkey", NULL },

@@ -700,8 +700,8 @@ static void test_active_rtr_is_followed_by_nudges(void)
 		CU_ASSERT_EQUAL(fake_cm.sends[i].opcode, IBV_WR_RDMA_WRITE);
 		CU_ASSERT_EQUAL(fake_cm.sends[i].num_sge, 0);
 		CU_ASSERT_EQUAL(fake_cm.sends[i].send_flags, 0);	/* unsignaled */
-		/* flushed, it is the RTR's own kind of completion: never an event */
-		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f.e->rtr_cookie);
+		/* the EP's own, never an event; not the RTR's: a failed one is told apart */
+		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f.e->nudge_cookie);
 	}
 	expect_no_event(&f);
 	teardown(&f);
@@ -727,6 +727,53 @@ static void test_nudges_end_with_the_connection(void)
 	p2p_connect_up(&f, false);
 	CU_ASSERT_EQUAL(ofx_evd_from_handle(f.dto_evd)->cq_reserved, 5 + 5);
 	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	teardown(&f);
+}
+
+/* The completion a device writes for one of the EP's own writes that failed. */
+static struct ibv_wc own_write_failed(const struct fixture *f, const struct ofx_cookie *ck)
+{
+	return (struct ibv_wc){ .wr_id = (uintptr_t)ck, .status = IBV_WC_LOC_QP_OP_ERR,
+				.opcode = IBV_WC_RDMA_WRITE, .qp_num = f->e->qp->qp_num };
+}
+
+/*
+ * siw fails a nudge that crosses the peer's close (its stream reset) and
+ * raises QP_FATAL: that is the provider's write, not the consumer's, and no
+ * reason for BROKEN or an async error; the close's DISCONNECTED ends the
+ * connection.  The RTR's own failure still breaks it.
+ */
+static void test_failed_nudge_is_not_broken(void)
+{
+	struct fixture f;
+	struct ibv_wc wc;
+
+	p2p_connect_up(&f, true);
+	CU_ASSERT_TRUE_FATAL(next_nudge_now(&f));
+	CU_ASSERT_EQUAL_FATAL(nudges_sent(&f), 1);
+	wc = own_write_failed(&f, &f.e->nudge_cookie);
+	fake_cq_push(ofx_evd_from_handle(f.dto_evd), &wc);
+	/* the async handler's question drains the request EVD to answer it */
+	CU_ASSERT_TRUE(ofx_ep_fatal_was_nudge(f.e));
+	CU_ASSERT_EQUAL(fake_cq_pending(ofx_evd_from_handle(f.dto_evd)), 0);
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
+	CU_ASSERT_EQUAL(fake_cm.disconnects, 0);
+	/* no nudge after a failed one: the QP is in error */
+	if (next_nudge_now(&f))
+		CU_ASSERT_EQUAL(nudges_sent(&f), 1);
+	CU_ASSERT_EQUAL(fake_cm.nsends, 2);
+	fake_cm_queue(f.e->cm_id, RDMA_CM_EVENT_DISCONNECTED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_DISCONNECTED);
+	teardown(&f);
+
+	p2p_connect_up(&f, true);
+	wc = own_write_failed(&f, &f.e->rtr_cookie);
+	wc.opcode = IBV_WC_SEND;
+	fake_cq_push(ofx_evd_from_handle(f.dto_evd), &wc);
+	CU_ASSERT_FALSE(ofx_ep_fatal_was_nudge(f.e));
+	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_BROKEN);
 	teardown(&f);
 }
 
@@ -2007,6 +2054,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	  test_active_rtr_is_followed_by_nudges },
 	{ "p2p active: nudges end with the connection, none where not needed",
 	  test_nudges_end_with_the_connection },
+	{ "p2p active: a failed nudge is no BROKEN and no async error, a failed RTR is",
+	  test_failed_nudge_is_not_broken },
 	{ "p2p active: WRITE RTR first on the wire", test_active_p2p_write_rtr },
 	{ "p2p active: READ RTR with one empty segment", test_active_p2p_read_rtr },
 	{ "p2p active: a stock peer gets no RTR", test_active_p2p_refused_by_a_stock_peer },
