@@ -61,6 +61,11 @@
  *   slow_accept     the server accepts 3 s after the request came: the
  *                   connection comes up (not TIMED_OUT, not BROKEN) and an
  *                   echo goes both ways.
+ *   late_accept     the server accepts 14 s after the request: on IB/RoCE
+ *                   the repeated REQ carries it, ESTABLISHED then, and an
+ *                   echo; on iWARP the initiator's kernel gives up on the
+ *                   MPA reply first (siw: 10 s): UNREACHABLE at about 10 s.
+ *                   Then the server serves an echo on a new connection.
  *   hangup_soon     24 times: connect, and the server disconnects as soon
  *                   as it sees ESTABLISHED: this side gets DISCONNECTED
  *                   (never BROKEN), its receives back FLUSHED, and no
@@ -135,6 +140,13 @@
 #define QUAL_VICTIM 52100
 #define QUAL_NOBODY 52999
 #define SLOW_ACCEPT_S 3
+/*
+ * Past siw's deadline for the MPA reply (10 s after its request, siw_cm.h
+ * MPAREQ_TIMEOUT, not tunable), well within the IB CM's repeated REQs
+ * (rdma_cm: 15 tries, each over 8 s).
+ */
+#define LATE_ACCEPT_S 14
+#define SIW_MPA_REPLY_S 10
 #define GATE_WAIT_S 120	/* how long a held request waits for SIGUSR1 */
 #define UNREACHABLE_IP "192.0.2.99"
 
@@ -155,6 +167,7 @@ enum req_case {
 	REQ_GATE = 'G',	/* hold the request until SIGUSR1, then accept */
 	REQ_QUIT = 'Q',	/* reject and exit */
 	REQ_HANGUP = 'H',	/* disconnect as soon as ESTABLISHED is seen */
+	REQ_LATE = 'L',	/* accept LATE_ACCEPT_S after the request arrived */
 };
 
 /* The server's three peer LMRs, sent in the accept private data. */
@@ -545,10 +558,12 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 	for (int i = 0; i < nrecv; i++)
 		if (post_recv(c, ep, i, i))
 			return -1;
-	if (what == REQ_SLOW) {
-		/* the slow peer this case is about: a busy node answers late */
-		printf("server: accepting in %d s\n", SLOW_ACCEPT_S);
-		sleep_ms(SLOW_ACCEPT_S * 1000);
+	if (what == REQ_SLOW || what == REQ_LATE) {
+		/* the slow peer these cases are about: a busy node answers late */
+		int secs = what == REQ_SLOW ? SLOW_ACCEPT_S : LATE_ACCEPT_S;
+
+		printf("server: accepting in %d s\n", secs);
+		sleep_ms(secs * 1000);
 	}
 	if (what == REQ_GATE && server_hold()) {
 		dat_cr_reject(cr, 0, NULL);
@@ -557,7 +572,18 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 	}
 	if (what == REQ_GATE)
 		return server_gate_accept(s, cr, ep);
-	CHECK_DAT(dat_cr_accept(cr, ep, sizeof(s->peer), s->peer));
+	if (what == REQ_LATE && ia_is_iwarp(&c->cs)) {
+		/* the initiator's kernel gave up first: its stream may be closed */
+		DAT_RETURN r = dat_cr_accept(cr, ep, sizeof(s->peer), s->peer);
+
+		if (r != DAT_SUCCESS) {
+			printf("server: iwarp: late accept refused: %s\n", dat_errstr(r));
+			CHECK_DAT(dat_ep_free(ep));
+			return 0;
+		}
+	} else {
+		CHECK_DAT(dat_cr_accept(cr, ep, sizeof(s->peer), s->peer));
+	}
 	if (ia_is_iwarp(&c->cs)) {
 		/*
 		 * iWARP: the rnr and access cases end the connection on purpose
@@ -1171,6 +1197,88 @@ static int case_slow_accept(void)
 	return ctx_close(&c);
 }
 
+/*
+ * late_accept: the server accepts LATE_ACCEPT_S after the request.  IB and
+ * RoCE: the CM repeats the REQ and drops the duplicates, so the late REP
+ * still makes the connection: ESTABLISHED after LATE_ACCEPT_S, data flows.
+ * iWARP: the initiator's kernel ends the connect when the MPA reply is 10 s
+ * late (siw), which a provider cannot extend: UNREACHABLE, at that deadline,
+ * never BROKEN, never a hang.  Either way the server then serves the next
+ * connection.
+ */
+static int late_outcome(struct ctx *c, DAT_EP_HANDLE ep, const DAT_EVENT *ev, double secs)
+{
+	DAT_EVENT dto;
+
+	if (ia_is_iwarp(&c->cs)) {
+		if (ev->event_number != DAT_CONNECTION_EVENT_UNREACHABLE || secs < SIW_MPA_REPLY_S - 1)
+			fail("iwarp: %s after %.2f s, expected UNREACHABLE at the MPA reply "
+			     "deadline (10 s)", event_name(ev->event_number), secs);
+		return failures ? -1 : 0;
+	}
+	if (ev->event_number != DAT_CONNECTION_EVENT_ESTABLISHED || secs < LATE_ACCEPT_S - 0.5) {
+		fail("%s after %.2f s, expected ESTABLISHED once the peer accepted (%d s)",
+		     event_name(ev->event_number), secs, LATE_ACCEPT_S);
+		return -1;
+	}
+	if (post_send_text(c, ep, 0, 700, "late-message") ||
+	    wait_dto(c, ep, 700, DAT_DTO_SUCCESS, &dto) || wait_dto(c, ep, 0, DAT_DTO_SUCCESS, &dto))
+		return -1;
+	if (strcmp(c->buf, "late-message"))
+		fail("echo \"%.*s\", expected \"late-message\"", MSG_LEN, c->buf);
+	return disconnect_ep(c, ep);
+}
+
+static int case_late_accept(void)
+{
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_port = 0 };
+	char what = REQ_LATE;
+	DAT_EP_HANDLE ep;
+	struct ctx c;
+	DAT_EVENT ev;
+	double t0, secs;
+
+	inet_pton(AF_INET, server_ip, &sin.sin_addr);
+	if (client_open(&c, &ep))
+		return -1;
+	t0 = now_s();
+	/* the consumer's timeout is far beyond the late accept: not what ends it */
+	CHECK_DAT(dat_ep_connect(ep, (DAT_IA_ADDRESS_PTR)&sin, QUAL_SERVER,
+				 (DAT_TIMEOUT)(4 * LATE_ACCEPT_S * SEC_US), 1, &what,
+				 DAT_QOS_BEST_EFFORT, DAT_CONNECT_DEFAULT_FLAG));
+	if (wait_event(c.cs.conn_evd, (uint64_t)5 * LATE_ACCEPT_S * SEC_US, 0, &ev, "late connect"))
+		return -1;
+	secs = now_s() - t0;
+	printf("client: a peer accepting after %d s: %s after %.2f s\n", LATE_ACCEPT_S,
+	       event_name(ev.event_number), secs);
+	if (late_outcome(&c, ep, &ev, secs))
+		return -1;
+	CHECK_DAT(dat_ep_free(ep));
+	/*
+	 * iWARP: the server sleeps until its late accept whatever happened
+	 * here, and a request it holds that long meets the same deadline; the
+	 * next one goes after that scheduled accept, LATE_ACCEPT_S after the
+	 * request reached it, which was SIW_MPA_REPLY_S before UNREACHABLE (not
+	 * a poll for readiness: nothing here can see the server's sleep end)
+	 */
+	if (ia_is_iwarp(&c.cs))
+		sleep_ms((LATE_ACCEPT_S - SIW_MPA_REPLY_S + 1) * 1000);
+	/* the server, whose accept came too late or just in time, serves on */
+	if (ep_make(&c, c.dto_evd, NRECV, 8, &ep))
+		return -1;
+	for (int i = 0; i < NRECV; i++)
+		if (post_recv(&c, ep, i, i))
+			return -1;
+	if (connect_ep(&c, ep, server_ip, QUAL_SERVER, REQ_ECHO, NULL, 60, NRECV) ||
+	    echo_roundtrip(&c, ep, 0, "after-late") || disconnect_ep(&c, ep))
+		return -1;
+	CHECK_DAT(dat_ep_free(ep));
+	if (!failures)
+		printf("ok late_accept: %s after %.1f s, the server serves on\n",
+		       event_name(ev.event_number), secs);
+	return ctx_close(&c);
+}
+
 #define HANGUP_ROUNDS 24
 
 /*
@@ -1515,6 +1623,7 @@ static const struct {
 	{ "rnr", case_rnr },
 	{ "slow_accept", case_slow_accept },
 	{ "hangup_soon", case_hangup_soon },
+	{ "late_accept", case_late_accept },
 	{ "evd_overflow", case_evd_overflow },
 	{ "access_write_ro", NULL },
 	{ "access_bad_rkey", NULL },

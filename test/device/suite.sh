@@ -633,8 +633,8 @@ section_fault() {
 			vm_skip fault.access_read_wo "siw (Linux 6.1) does not enforce REMOTE_READ on the responder"
 		fi
 		# shellcheck disable=SC2086
-		vm_run fault.cases 300 onb "$FT" client "$A" no_listener unreachable rnr slow_accept hangup_soon \
-			evd_overflow access_write_ro access_bad_rkey $read_case abrupt_close
+		vm_run fault.cases 300 onb "$FT" client "$A" no_listener unreachable rnr slow_accept late_accept \
+			hangup_soon evd_overflow access_write_ro access_bad_rkey $read_case abrupt_close
 		vm_expect fault.cases 'ALL FAULT TESTS PASSED' 'FAIL'
 		vm_run fault.resolve 60 onb env DAPL_OFX_CM_RETRIES=0 DAPL_OFX_CM_TIMEOUT_MS=1000 \
 			"$FT" client "$A" unreachable_resolve
