@@ -1974,6 +1974,14 @@ static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie
 
 bool ofx_ep_fatal_was_nudge(struct ofx_ep *ep)
 {
+	/*
+	 * Only an EP that ever nudged drains here (its cookie is made at its
+	 * first nudge, before the post that can fail): the drain's notify takes
+	 * ep->lock, and a QP destroyed under that lock (ofx_ep_qp_close,
+	 * ep_detach) is one that never connected, so never nudged either.
+	 */
+	if (!ep->nudge_cookie.owner)
+		return false;
 	if (!atomic_load(&ep->nudge_failed) && ep->req_evd)
 		ofx_evd_drain_cq(ep->req_evd);
 	return atomic_load(&ep->nudge_failed);
