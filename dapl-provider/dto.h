@@ -217,6 +217,15 @@ bool ofx_dto_settle(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
 bool ofx_dto_complete(struct ofx_cookie_owner *ep, const struct ofx_cookie *c,
 		      const struct ibv_wc *wc, DAT_EVENT *ev, struct ofx_cookie_owner **notify_p);
 
+/*
+ * The work request itself failed: neither a success nor a flush (which only
+ * says the QP had gone to error before the request's turn).
+ */
+static inline bool ofx_wc_failed(const struct ibv_wc *wc)
+{
+	return wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR;
+}
+
 /* ---- segment lists of posts (EP and SRQ) ---------------------------------- */
 
 /*

@@ -1920,7 +1920,7 @@ static __attribute__((noinline, cold)) void dto_failed(struct ofx_ep *ep, const 
 static __attribute__((noinline, cold)) void nudge_completed(struct ofx_ep *ep,
 								 const struct ibv_wc *wc)
 {
-	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR)
+	if (ofx_wc_failed(wc))
 		ofx_info("qp 0x%x: rtr nudge failed (%s): the peer closed; its CM event ends "
 			 "the connection", ofx_ep_qp_num(ep), ibv_wc_status_str(wc->status));
 }
@@ -1965,8 +1965,7 @@ static bool ep_cookie_complete(struct ofx_cookie_owner *owner, struct ofx_cookie
 	if (is_rtr_recv(ep, slot) && wc->status == IBV_WC_SUCCESS)
 		atomic_store(&ep->rtr_polled, true);
 	/* an unsignaled nudge completes when it failed or was flushed */
-	if (slot == &ep->nudge_cookie && wc->status != IBV_WC_SUCCESS &&
-	    wc->status != IBV_WC_WR_FLUSH_ERR)
+	if (slot == &ep->nudge_cookie && ofx_wc_failed(wc))
 		atomic_store(&ep->nudge_failed, true);
 	*notify_p = owner;
 	return false;

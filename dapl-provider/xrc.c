@@ -2761,7 +2761,7 @@ bool ofx_xrc_conn_completion(struct ofx_xrc_conn *xe, const struct ibv_wc *wc, b
 {
 	if (xe->state == XC_RC || xe->state == XC_IDLE)
 		return false;
-	if (wc->status == IBV_WC_SUCCESS || wc->status == IBV_WC_WR_FLUSH_ERR)
+	if (!ofx_wc_failed(wc))
 		return true;
 	conn_error(xe, wc, is_recv);
 	return true;
@@ -2792,7 +2792,7 @@ static void fence_notify(struct ofx_cookie_owner *owner, const struct ibv_wc *wc
 
 	if (xe->state == XC_RC || xe->state == XC_IDLE)
 		return;
-	if (wc->status != IBV_WC_SUCCESS && wc->status != IBV_WC_WR_FLUSH_ERR) {
+	if (ofx_wc_failed(wc)) {
 		conn_error(xe, wc, false);
 		return;
 	}
