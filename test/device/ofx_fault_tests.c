@@ -386,15 +386,21 @@ static int echo_roundtrip(struct ctx *c, DAT_EP_HANDLE ep, int recv_slot, const 
 	return 0;
 }
 
-/* A client context with one EP whose NRECV receives are posted. */
-static int client_open(struct ctx *c, DAT_EP_HANDLE *ep_p)
+/* A client EP on `c` whose NRECV receives are posted. */
+static int ep_with_recvs(struct ctx *c, DAT_EP_HANDLE *ep_p)
 {
-	if (ctx_open(c, 64) || ep_make(c, c->dto_evd, NRECV, 8, ep_p))
+	if (ep_make(c, c->dto_evd, NRECV, 8, ep_p))
 		return -1;
 	for (int i = 0; i < NRECV; i++)
 		if (post_recv(c, *ep_p, i, i))
 			return -1;
 	return 0;
+}
+
+/* A client context with one EP whose NRECV receives are posted. */
+static int client_open(struct ctx *c, DAT_EP_HANDLE *ep_p)
+{
+	return ctx_open(c, 64) || ep_with_recvs(c, ep_p) ? -1 : 0;
 }
 
 /* ---- server -------------------------------------------------------------------- */
@@ -547,6 +553,7 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 	struct ctx *c = &s->c;
 	DAT_EP_HANDLE ep;
 	DAT_EVENT ev;
+	DAT_RETURN accepted;
 	/* hangup: nothing arrives, and no flushed receives pile up in this EVD */
 	int nrecv = what == REQ_RNR || what == REQ_HANGUP ? 0 : NRECV;
 	double rnr_post_at = 0;
@@ -572,18 +579,14 @@ static int server_serve(struct server *s, DAT_CR_HANDLE cr, char what)
 	}
 	if (what == REQ_GATE)
 		return server_gate_accept(s, cr, ep);
-	if (what == REQ_LATE && ia_is_iwarp(&c->cs)) {
+	accepted = dat_cr_accept(cr, ep, sizeof(s->peer), s->peer);
+	if (accepted != DAT_SUCCESS && what == REQ_LATE && ia_is_iwarp(&c->cs)) {
 		/* the initiator's kernel gave up first: its stream may be closed */
-		DAT_RETURN r = dat_cr_accept(cr, ep, sizeof(s->peer), s->peer);
-
-		if (r != DAT_SUCCESS) {
-			printf("server: iwarp: late accept refused: %s\n", dat_errstr(r));
-			CHECK_DAT(dat_ep_free(ep));
-			return 0;
-		}
-	} else {
-		CHECK_DAT(dat_cr_accept(cr, ep, sizeof(s->peer), s->peer));
+		printf("server: iwarp: late accept refused: %s\n", dat_errstr(accepted));
+		CHECK_DAT(dat_ep_free(ep));
+		return 0;
 	}
+	CHECK_DAT(accepted);
 	if (ia_is_iwarp(&c->cs)) {
 		/*
 		 * iWARP: the rnr and access cases end the connection on purpose
@@ -730,15 +733,15 @@ static const char *server_ip;
 #define KILL_MAX_WRITES 100000
 static unsigned char *write_seen;
 
-/* A new IA and EP connect to the qual 52100 server, echo once, and go. */
-static int reach_victim(int retry_s, const char *text)
+/* A new IA and EP connect to the server on `qual`, echo once, and go. */
+static int reach_server(DAT_CONN_QUAL qual, int retry_s, const char *text)
 {
 	DAT_EP_HANDLE ep;
 	struct ctx c;
 
 	if (client_open(&c, &ep))
 		return -1;
-	if (connect_ep(&c, ep, server_ip, QUAL_VICTIM, REQ_ECHO, NULL, retry_s, NRECV) ||
+	if (connect_ep(&c, ep, server_ip, qual, REQ_ECHO, NULL, retry_s, NRECV) ||
 	    echo_roundtrip(&c, ep, 0, text) || disconnect_ep(&c, ep))
 		return -1;
 	CHECK_DAT(dat_ep_free(ep));
@@ -901,7 +904,7 @@ static int peer_lost(bool restart)
 
 	/* a new IA and EP from this process reach the restarted peer */
 	printf("client waiting for restart\n");
-	if (reach_victim(90, "after-restart"))
+	if (reach_server(QUAL_VICTIM, 90, "after-restart"))
 		return -1;
 	printf("client: reconnected to the restarted peer, data flows\n");
 	return 0;
@@ -966,7 +969,7 @@ static int case_passive_killed(void)
 		return -1;
 	}
 	printf("client waiting for restart\n");
-	if (reach_victim(90, "after-restart"))
+	if (reach_server(QUAL_VICTIM, 90, "after-restart"))
 		return -1;
 	printf("client: reached the restarted server, data flows\n");
 	return 0;
@@ -1001,7 +1004,7 @@ static int case_gate_victim(void)
 
 static int case_echo_victim(void)
 {
-	return reach_victim(60, "after-gate");
+	return reach_server(QUAL_VICTIM, 60, "after-gate");
 }
 
 static int case_quit_victim(void)
@@ -1237,6 +1240,7 @@ static int case_late_accept(void)
 	struct ctx c;
 	DAT_EVENT ev;
 	double t0, secs;
+	bool iwarp;
 
 	inet_pton(AF_INET, server_ip, &sin.sin_addr);
 	if (client_open(&c, &ep))
@@ -1254,6 +1258,9 @@ static int case_late_accept(void)
 	if (late_outcome(&c, ep, &ev, secs))
 		return -1;
 	CHECK_DAT(dat_ep_free(ep));
+	iwarp = ia_is_iwarp(&c.cs);
+	if (ctx_close(&c))
+		return -1;
 	/*
 	 * iWARP: the server sleeps until its late accept whatever happened
 	 * here, and a request it holds that long meets the same deadline; the
@@ -1261,22 +1268,15 @@ static int case_late_accept(void)
 	 * request reached it, which was SIW_MPA_REPLY_S before UNREACHABLE (not
 	 * a poll for readiness: nothing here can see the server's sleep end)
 	 */
-	if (ia_is_iwarp(&c.cs))
+	if (iwarp)
 		sleep_ms((LATE_ACCEPT_S - SIW_MPA_REPLY_S + 1) * 1000);
 	/* the server, whose accept came too late or just in time, serves on */
-	if (ep_make(&c, c.dto_evd, NRECV, 8, &ep))
+	if (reach_server(QUAL_SERVER, 60, "after-late"))
 		return -1;
-	for (int i = 0; i < NRECV; i++)
-		if (post_recv(&c, ep, i, i))
-			return -1;
-	if (connect_ep(&c, ep, server_ip, QUAL_SERVER, REQ_ECHO, NULL, 60, NRECV) ||
-	    echo_roundtrip(&c, ep, 0, "after-late") || disconnect_ep(&c, ep))
-		return -1;
-	CHECK_DAT(dat_ep_free(ep));
 	if (!failures)
 		printf("ok late_accept: %s after %.1f s, the server serves on\n",
 		       event_name(ev.event_number), secs);
-	return ctx_close(&c);
+	return 0;
 }
 
 #define HANGUP_ROUNDS 24
@@ -1294,11 +1294,8 @@ static int hangup_round(struct ctx *c, int round)
 	DAT_EVENT ev;
 	DAT_RETURN r;
 
-	if (ep_make(c, c->dto_evd, NRECV, 8, &ep))
+	if (ep_with_recvs(c, &ep))
 		return -1;
-	for (int i = 0; i < NRECV; i++)
-		if (post_recv(c, ep, i, i))
-			return -1;
 	if (connect_ep(c, ep, server_ip, QUAL_SERVER, REQ_HANGUP, NULL, 60, NRECV))
 		return -1;
 	if (wait_event(c->cs.conn_evd, EVENT_WAIT_US, 0, &ev, "the peer's hang-up"))
