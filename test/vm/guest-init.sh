@@ -62,6 +62,12 @@ mount_runtime_dirs() {
 	mkdir -p /dev/shm /dev/pts
 	mount -t tmpfs -o mode=1777 tmpfs /dev/shm
 	mount -t devpts devpts /dev/pts
+	# what udev would link: bash's process substitution (<(...)) opens
+	# /dev/fd/N, and without it fails (the hang watch's scan did, silently)
+	ln -sfn /proc/self/fd /dev/fd
+	ln -sf /proc/self/fd/0 /dev/stdin
+	ln -sf /proc/self/fd/1 /dev/stdout
+	ln -sf /proc/self/fd/2 /dev/stderr
 	hostname ofxvm
 	mkdir -p /etc/ofxvm
 	cp /ofxvm/guest-lib.sh /etc/ofxvm/lib.sh

@@ -65,6 +65,8 @@ vm__record() { # NAME PASS|FAIL RC SECS NOTE
 vm_hang_watch() {
 	local secs=${1:?vm_hang_watch needs seconds} pat=${2:-'^(dapltest|dtest|dtestx|dtestcm|dtestsrq|ofx_[a-z_]+)$'}
 	command -v gdb >/dev/null || { vm_say "hang watch: no gdb here"; return 0; }
+	# its scan reads ps through <(...), which needs /dev/fd (guest-init.sh)
+	[ -e /dev/fd/0 ] || { vm_say "hang watch: no /dev/fd here"; return 0; }
 	(
 		declare -A dumped=()
 		while sleep 5; do
