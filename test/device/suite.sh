@@ -104,9 +104,16 @@ section_regress() {
 	[ -z "$NO_ATOMICS" ] || vm_skip regress.ofx.dtestx "$NO_ATOMICS"
 	[ "$CM_CONNS" = 100 ] || vm_skip regress.ofx.dtestcm100 "libsiw refuses every QP, CQ and SRQ once a process's queue mappings reach page offset 0x90 (its invalid key): dtestcm ran $CM_CONNS connections"
 	if [ "$PLATFORM" = siw ]; then
+		# Only dapltest -T T, whose client sends first (MPA's connection
+		# startup rule; dapltest says so).  dapltest -T P's server and
+		# both dtest sides send at once after ESTABLISHED, which only
+		# rtr=send orders after the RTR: without it siw fails the active
+		# side's connect when that first FPDU is read behind the MPA reply
+		# (siw_recv_mpa_rr: "peer sent extra data", CONNECT_ERROR -EINVAL),
+		# and dapltest -T P's client then waits forever (README, p2p RTR mode).
 		for ia in ofx-p2pw ofx-p2pr ofx-p2poff; do
 			vm_run "regress.$ia" 900 "$OFX_TOP_SRCDIR/dapltest-scripts/regress" --quick \
-				--only trans,perf,dtest --server-cmd ona --client-cmd onb \
+				--only trans --server-cmd ona --client-cmd onb \
 				--log "/out/logs/regress.$ia" "$ia" "$ia" "$A"
 			vm_expect "regress.$ia" ' 0 failed;' 'FAIL'
 		done
