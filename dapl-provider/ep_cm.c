@@ -235,6 +235,17 @@ static uint8_t rd_depth(int depth, bool read_rtr, int dev_max)
 	return (uint8_t)(depth > 255 ? 255 : depth);
 }
 
+/*
+ * iWARP: rdma_connect binds its TCP socket to the port rdma_cm picked, which
+ * the host's TCP stack may hold for something rdma_cm does not see (seen
+ * once on siw, 2026-12-07, a common connect all-to-all: EADDRINUSE).  A
+ * local condition of this one attempt: a new id gets a new port.
+ */
+static bool local_port_taken(int err)
+{
+	return err == -EADDRINUSE || err == -EADDRNOTAVAIL;
+}
+
 static int route_resolved(struct ofx_ep *ep)
 {
 	struct ofx_ia *ia = ep->obj.ia;
@@ -270,7 +281,7 @@ static int route_resolved(struct ofx_ep *ep)
 		 * (connect_refused); so is a reset one (a listener closing
 		 * while the SYN came in)
 		 */
-		if (ret == -ECONNREFUSED || ret == -ECONNRESET)
+		if (ret == -ECONNREFUSED || ret == -ECONNRESET || local_port_taken(ret))
 			ofx_dbg("rdma_connect qp 0x%x: %m", ofx_ep_qp_num(ep));
 		else
 			ofx_err("rdma_connect qp 0x%x: %m", ofx_ep_qp_num(ep));
@@ -529,6 +540,26 @@ static void connect_refused(struct ofx_ep *ep, int err, struct rdma_cm_id **dest
 	active_fail(ep, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, destroy_p);
 }
 
+/*
+ * rdma_connect found its local port taken (local_port_taken): no connection
+ * was there, so never BROKEN.  A common-connect initiator tries again on a
+ * new id; a plain connect is UNREACHABLE, which the consumer may retry.
+ */
+static void connect_port_taken(struct ofx_ep *ep, int err, struct rdma_cm_id **destroy_p)
+{
+	struct rdma_cm_event attempt_failed = {
+		.event = RDMA_CM_EVENT_CONNECT_ERROR,
+		.status = err,
+	};
+
+	if (ofx_csp_retry(ep, &attempt_failed, destroy_p))
+		return;
+	ofx_info("ep %p qp 0x%x: rdma_connect: %s: the local port was taken", (void *)ep,
+		 ofx_ep_qp_num(ep), strerror(-err));
+	ep->pdata_len = 0;
+	active_fail(ep, DAT_CONNECTION_EVENT_UNREACHABLE, destroy_p);
+}
+
 static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
 	struct ofx_ia *ia = ep->obj.ia;
@@ -545,6 +576,10 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 		ret = route_resolved(ep);
 		if (ret == -ECONNREFUSED || ret == -ECONNRESET) {
 			connect_refused(ep, ret, destroy_p);
+			return;
+		}
+		if (local_port_taken(ret)) {
+			connect_port_taken(ep, ret, destroy_p);
 			return;
 		}
 		break;

@@ -602,8 +602,8 @@ static void retried_until_timeout(enum ofx_transport transport, enum rdma_cm_eve
 	side_open(&a, 5000);
 	CU_ASSERT_EQUAL(common_connect(&a, ABOVE_IP, 6000, 200 * 1000, NULL), DAT_SUCCESS);
 	if (transport == OFX_TRANSPORT_IWARP) {
-		/* iWARP: nobody listening is rdma_connect's ECONNREFUSED */
-		fake_cm.connect_errno = ECONNREFUSED;
+		/* iWARP: rdma_connect's own errno (`status`), else nobody listening */
+		fake_cm.connect_errno = status ? status : ECONNREFUSED;
 		req_sent(&a);
 	} else {
 		id = req_sent(&a);
@@ -639,6 +639,14 @@ static void test_iwarp_refused_connect_retried_then_unreachable(void)
 	retried_until_timeout(OFX_TRANSPORT_IWARP, RDMA_CM_EVENT_REJECTED, 0,
 			      DAT_CONNECTION_EVENT_UNREACHABLE,
 			      (struct tally_want){ .no_listener = 1, .last_status = -ECONNREFUSED });
+}
+
+/* a local port the host's TCP held (EADDRINUSE) is retried on a new id, as any other failure */
+static void test_iwarp_taken_local_port_retried_then_timed_out(void)
+{
+	retried_until_timeout(OFX_TRANSPORT_IWARP, RDMA_CM_EVENT_CONNECT_ERROR, EADDRINUSE,
+			      DAT_CONNECTION_EVENT_TIMED_OUT,
+			      (struct tally_want){ .other = 1, .last_status = -EADDRINUSE });
 }
 
 static void test_consumer_refusal_retried_then_timed_out(void)
@@ -810,6 +818,8 @@ CU_TestInfo ofx_test_csp[] = {
 	{ "no listener: retried, then UNREACHABLE", test_no_listener_retried_then_unreachable },
 	{ "iWARP refused connect: retried, then UNREACHABLE",
 	  test_iwarp_refused_connect_retried_then_unreachable },
+	{ "iWARP: a taken local port is retried, then TIMED_OUT",
+	  test_iwarp_taken_local_port_retried_then_timed_out },
 	{ "consumer refusal: retried, then TIMED_OUT", test_consumer_refusal_retried_then_timed_out },
 	{ "UNREACHABLE: retried, then TIMED_OUT", test_unreachable_retried_then_timed_out },
 	{ "csp free leaves waiting EPs to their timeout",

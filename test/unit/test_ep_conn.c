@@ -257,14 +257,14 @@ static void test_no_listener_is_non_peer_rejected(void)
 }
 
 /* iWARP: the refused TCP connect comes from rdma_connect itself. */
-static void iwarp_tcp_refusal(int connect_errno)
+static void iwarp_tcp_refusal(int connect_errno, DAT_EVENT_NUMBER want)
 {
 	struct fixture f;
 
 	setup(&f, OFX_TRANSPORT_IWARP);
 	fake_cm.connect_errno = connect_errno;
 	req_sent(&f, NULL, 0);
-	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), want);
 	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_DISCONNECTED);
 	CU_ASSERT_EQUAL(fake_cm.ids, 0);
 	teardown(&f);
@@ -272,13 +272,19 @@ static void iwarp_tcp_refusal(int connect_errno)
 
 static void test_iwarp_refused_connect_is_non_peer_rejected(void)
 {
-	iwarp_tcp_refusal(ECONNREFUSED);
+	iwarp_tcp_refusal(ECONNREFUSED, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
 }
 
 /* a listener closing while the SYN came in: no connection existed, never BROKEN */
 static void test_iwarp_reset_connect_is_non_peer_rejected(void)
 {
-	iwarp_tcp_refusal(ECONNRESET);
+	iwarp_tcp_refusal(ECONNRESET, DAT_CONNECTION_EVENT_NON_PEER_REJECTED);
+}
+
+/* the local TCP port rdma_cm picked is taken: no connection existed, never BROKEN */
+static void test_iwarp_taken_local_port_is_unreachable(void)
+{
+	iwarp_tcp_refusal(EADDRINUSE, DAT_CONNECTION_EVENT_UNREACHABLE);
 }
 
 /*
@@ -2040,6 +2046,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	  test_iwarp_refused_connect_is_non_peer_rejected },
 	{ "iWARP reset TCP connect: NON_PEER_REJECTED",
 	  test_iwarp_reset_connect_is_non_peer_rejected },
+	{ "iWARP: a taken local port is UNREACHABLE, not BROKEN",
+	  test_iwarp_taken_local_port_is_unreachable },
 	{ "resolution retried, then UNREACHABLE", test_resolution_retries_then_unreachable },
 	{ "connect timeout: TIMED_OUT", test_connect_timeout_is_timed_out },
 	{ "graceful disconnect, then reset", test_graceful_disconnect_then_reset },
