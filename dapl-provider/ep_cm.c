@@ -236,14 +236,48 @@ static uint8_t rd_depth(int depth, bool read_rtr, int dev_max)
 }
 
 /*
- * iWARP: rdma_connect binds its TCP socket to the port rdma_cm picked, which
- * the host's TCP stack may hold for something rdma_cm does not see (seen
- * once on siw, 2026-12-07, a common connect all-to-all: EADDRINUSE).  A
- * local condition of this one attempt: a new id gets a new port.
+ * rdma_connect failing at once with one of these is an answer about this
+ * attempt, not a provider error: no connection was ever there, so never
+ * BROKEN.  A common-connect initiator tries again on a new id (the peer's
+ * CSP may not exist yet; a new id gets a new port), a plain connect ends
+ * with the DAT event here.
  */
-static bool local_port_taken(int err)
+struct connect_answer {
+	int err;			/* negative errno from rdma_connect */
+	struct rdma_cm_event as_cm;	/* what ofx_csp_retry counts it as */
+	DAT_EVENT_NUMBER dat_event;	/* a plain connect's end */
+	const char *why;
+};
+
+static const struct connect_answer connect_answers[] = {
+	/*
+	 * iWARP: rdma_connect makes the TCP connection itself, so nobody
+	 * listening at the peer's port is ECONNREFUSED from the call where
+	 * IB/RoCE get a REJ of reason 8 later; a reset one is a listener
+	 * closing while the SYN came in.
+	 */
+	{ -ECONNREFUSED, { .event = RDMA_CM_EVENT_REJECTED, .status = OFX_REJ_NO_LISTENER },
+	  DAT_CONNECTION_EVENT_NON_PEER_REJECTED, "nobody listens at the peer's port" },
+	{ -ECONNRESET, { .event = RDMA_CM_EVENT_REJECTED, .status = OFX_REJ_NO_LISTENER },
+	  DAT_CONNECTION_EVENT_NON_PEER_REJECTED, "nobody listens at the peer's port" },
+	/*
+	 * iWARP: the TCP socket is bound to the port rdma_cm picked, which the
+	 * host's stack may hold for something rdma_cm does not see (seen once
+	 * on siw, 2026-12-07, a common connect all-to-all).  UNREACHABLE: the
+	 * consumer may retry.
+	 */
+	{ -EADDRINUSE, { .event = RDMA_CM_EVENT_CONNECT_ERROR, .status = -EADDRINUSE },
+	  DAT_CONNECTION_EVENT_UNREACHABLE, "the local port was taken" },
+	{ -EADDRNOTAVAIL, { .event = RDMA_CM_EVENT_CONNECT_ERROR, .status = -EADDRNOTAVAIL },
+	  DAT_CONNECTION_EVENT_UNREACHABLE, "the local port was taken" },
+};
+
+static const struct connect_answer *connect_answer_of(int err)
 {
-	return err == -EADDRINUSE || err == -EADDRNOTAVAIL;
+	for (size_t i = 0; i < sizeof(connect_answers) / sizeof(connect_answers[0]); i++)
+		if (connect_answers[i].err == err)
+			return &connect_answers[i];
+	return NULL;
 }
 
 static int route_resolved(struct ofx_ep *ep)
@@ -276,12 +310,7 @@ static int route_resolved(struct ofx_ep *ep)
 		return ret;
 	if (ofx_verbs->connect(ep->cm_id, &param)) {
 		ret = -errno;
-		/*
-		 * iWARP's refused TCP connect is an answer, not an error
-		 * (connect_refused); so is a reset one (a listener closing
-		 * while the SYN came in)
-		 */
-		if (ret == -ECONNREFUSED || ret == -ECONNRESET || local_port_taken(ret))
+		if (connect_answer_of(ret))
 			ofx_dbg("rdma_connect qp 0x%x: %m", ofx_ep_qp_num(ep));
 		else
 			ofx_err("rdma_connect qp 0x%x: %m", ofx_ep_qp_num(ep));
@@ -516,48 +545,20 @@ static bool is_consumer_reject(const struct ofx_ia *ia, const struct rdma_cm_eve
 	return ntohl(hdr) == OFX_REJ_HDR;
 }
 
-/*
- * iWARP: rdma_connect makes the TCP connection itself, so nobody listening
- * at the peer's port is ECONNREFUSED from the call, where IB/RoCE get a REJ
- * of reason 8 later.  Both mean the same: a common-connect initiator tries
- * again (the peer's CSP may not exist yet), a plain connect is
- * NON_PEER_REJECTED.  Never BROKEN: no connection was ever there.
- */
-static void connect_refused(struct ofx_ep *ep, int err, struct rdma_cm_id **destroy_p)
+/* rdma_connect failed at once with an answer (connect_answers). */
+static void connect_answered(struct ofx_ep *ep, const struct connect_answer *answer,
+			     struct rdma_cm_id **destroy_p)
 {
-	struct rdma_cm_event no_listener = {
-		.event = RDMA_CM_EVENT_REJECTED,
-		.status = OFX_REJ_NO_LISTENER,
-	};
+	struct rdma_cm_event as_cm = answer->as_cm;
 
-	if (ofx_csp_retry(ep, &no_listener, destroy_p)) {
-		ep->csp_tally.last_status = err;
+	if (ofx_csp_retry(ep, &as_cm, destroy_p)) {
+		ep->csp_tally.last_status = answer->err;
 		return;
 	}
-	ofx_info("ep %p qp 0x%x: connection refused: nobody listens at the peer's port",
-		 (void *)ep, ofx_ep_qp_num(ep));
+	ofx_info("ep %p qp 0x%x: rdma_connect: %s: %s", (void *)ep, ofx_ep_qp_num(ep),
+		 strerror(-answer->err), answer->why);
 	ep->pdata_len = 0;
-	active_fail(ep, DAT_CONNECTION_EVENT_NON_PEER_REJECTED, destroy_p);
-}
-
-/*
- * rdma_connect found its local port taken (local_port_taken): no connection
- * was there, so never BROKEN.  A common-connect initiator tries again on a
- * new id; a plain connect is UNREACHABLE, which the consumer may retry.
- */
-static void connect_port_taken(struct ofx_ep *ep, int err, struct rdma_cm_id **destroy_p)
-{
-	struct rdma_cm_event attempt_failed = {
-		.event = RDMA_CM_EVENT_CONNECT_ERROR,
-		.status = err,
-	};
-
-	if (ofx_csp_retry(ep, &attempt_failed, destroy_p))
-		return;
-	ofx_info("ep %p qp 0x%x: rdma_connect: %s: the local port was taken", (void *)ep,
-		 ofx_ep_qp_num(ep), strerror(-err));
-	ep->pdata_len = 0;
-	active_fail(ep, DAT_CONNECTION_EVENT_UNREACHABLE, destroy_p);
+	active_fail(ep, answer->dat_event, destroy_p);
 }
 
 static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
@@ -574,12 +575,8 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = route_resolved(ep);
-		if (ret == -ECONNREFUSED || ret == -ECONNRESET) {
-			connect_refused(ep, ret, destroy_p);
-			return;
-		}
-		if (local_port_taken(ret)) {
-			connect_port_taken(ep, ret, destroy_p);
+		if (ret && connect_answer_of(ret)) {
+			connect_answered(ep, connect_answer_of(ret), destroy_p);
 			return;
 		}
 		break;
