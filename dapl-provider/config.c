@@ -85,10 +85,11 @@ const struct ofx_param ofx_params[] = {
 		 "CM's own timeouts end the accept); a peer on a busy node may take seconds "
 		 "between the RTU and its RTR, and only a hung peer never sends it."),
 	TYPED_ROW("rtr_nudge", "DAPL_OFX_RTR_NUDGE", OFX_PARAM_TRISTATE, "auto", rtr_nudge,
-		  "The active p2p side follows its RTR with up to four zero-byte RDMA writes, "
-		  "5 ms to 5 s apart: siw (Linux 6.1) leaves an FPDU that reaches the passive "
-		  "side while its accept hands the socket to the QP unread until more data "
-		  "comes, and a lone RTR stuck there stalls the connection until rtr_timeout_ms. "
+		  "The active side follows its ESTABLISHED (and RTR, with p2p) with up to four "
+		  "zero-byte RDMA writes, 5 ms to 5 s apart: siw (Linux 6.1) leaves an FPDU "
+		  "that reaches the passive side while its accept hands the socket to the QP "
+		  "unread until more data comes, and a first message (the RTR, or without p2p "
+		  "the consumer's) stuck there stalls the connection. "
 		  "auto = on for siw, off elsewhere."),
 	UINT_ROW("csp_retry_ms", "DAPL_OFX_CSP_RETRY_MS", "50", 1, 60000, csp_retry_ms,
 		 "DAT 2.0 common connect: pause before the initiating side retries while the "

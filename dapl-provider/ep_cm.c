@@ -390,17 +390,20 @@ static int post_rtr(struct ofx_ep *ep)
  * between its MPA reply and the moment its accept hands the socket to the
  * QP (siw_accept: the CM's data_ready callback ignores data once the
  * endpoint is in RDMA mode, and the QP's is called only for data that
- * arrives later).  An RTR sent at the active side's ESTABLISHED can land
- * there; the passive side then never sees it, and each side waits for the
- * other until rtr_timeout_ms breaks the connection.  Any later FPDU gets
- * the stuck bytes read, so the active side follows its RTR with zero-length
- * RDMA writes (no receive consumed, nothing reported at the passive side,
- * no rkey checked), 5 ms to 5 s apart: one that arrives after the hand-over
- * is enough, and the hand-over takes longer than the last gap only on a
- * host too busy for the RTR timeout anyway.  ofx_ep_conn_rtr_wait_end ends
- * them with the connection.  A full send queue skips a nudge: the nudge has
- * its own slot (ep.c), taken only by a nudge still queued behind the
- * consumer's requests, which carry bytes to the passive side themselves.
+ * arrives later).  The active side's first FPDU, sent at its ESTABLISHED,
+ * can land there: an RTR with p2p, the consumer's first message without it
+ * (MPA's rule that the initiator sends first makes that the usual case).
+ * The passive side then never sees it, and each side waits for the other
+ * (until rtr_timeout_ms breaks a p2p connection; forever without p2p).
+ * Any later FPDU gets the stuck bytes read, so the active side follows
+ * ESTABLISHED with zero-length RDMA writes (no receive consumed, nothing
+ * reported at the passive side, no rkey checked), 5 ms to 5 s apart: one
+ * that arrives after the hand-over is enough, and the hand-over takes
+ * longer than the last gap only on a host too busy for the RTR timeout
+ * anyway.  ofx_ep_conn_rtr_wait_end ends them with the connection.  A full
+ * send queue skips a nudge: the nudge has its own slot (ep.c), taken only
+ * by a nudge still queued behind the consumer's requests, which carry
+ * bytes to the passive side themselves.
  */
 static const unsigned int rtr_nudge_gap_ms[] = { 5, 50, 500, 5000 };
 
@@ -435,10 +438,10 @@ out:
 	pthread_mutex_unlock(&ep->lock);
 }
 
-/* After the RTR of a connection just reported ESTABLISHED (EP lock held). */
+/* An active connection just reported ESTABLISHED, p2p or not (EP lock held). */
 static void rtr_nudge_start(struct ofx_ep *ep)
 {
-	if (!ep->p2p || !ep->obj.ia->rtr_nudge)
+	if (!ep->obj.ia->rtr_nudge)
 		return;
 	ofx_ep_own_cookie(ep, &ep->nudge_cookie, OFX_EP_OP_RTR_NUDGE);
 	atomic_store(&ep->nudge_failed, false);

@@ -33,6 +33,11 @@
  *        ofx_dev_tests client SERVER_IP [IA [first:P2P]]
  * IA defaults to ofx-p2p.  With first:on or first:off only p2p_passive_first
  * runs, expecting that P2P_ACTIVE (the wire check of suite.sh captures it).
+ * With active-first:on or active-first:off it runs the other way round: the
+ * active side sends its first message the moment it sees ESTABLISHED, the
+ * passive side answers once it arrived, and only then the rest follow (MPA's
+ * initiator-first order, which a p2p-off consumer keeps on iWARP; a lost
+ * first message stalls both sides).
  * $OFX_DEV_SKIP: a comma list of cases not to run (both sides must agree).
  * Prints "ALL TESTS PASSED" or "FAIL: ...".
  */
@@ -240,6 +245,8 @@ static int expect_p2p(struct conn *c, const char *want, const char *want_setting
 }
 
 static char expected_text[NMSG][MSG_LEN];
+/* active-first:P2P: the active side's messages go first, the passive side answers */
+static bool active_sends_first;
 
 /* Whether $OFX_DEV_SKIP names `tag`; a skipped case says so. */
 static bool skipped(const char *tag)
@@ -461,12 +468,17 @@ static int serve_connection(struct conn *c, const char *want_p2p, const char *ta
 	}
 	if (wait_conn(c, DAT_CONNECTION_EVENT_ESTABLISHED))
 		return -1;
-	/* the passive side transmits first, at once */
-	if (send_msg(c, 0, "passive-first") || wait_dto(c, DAT_DTO_SEND, 100, NULL))
-		return -1;
-	for (int i = 0; i < NMSG; i++)
+	/*
+	 * the passive side transmits first, at once; told to answer, it sends
+	 * once the active side's first message is in
+	 */
+	for (int i = 0; i < NMSG; i++) {
+		if (i == (active_sends_first ? 1 : 0) &&
+		    (send_msg(c, 0, "passive-first") || wait_dto(c, DAT_DTO_SEND, 100, NULL)))
+			return -1;
 		if (wait_dto(c, DAT_DTO_RECEIVE, i, expected_text[i]))
 			return -1;
+	}
 	if (expect_p2p(c, want_p2p, "auto", tag))
 		return -1;
 	return wait_conn(c, DAT_CONNECTION_EVENT_DISCONNECTED);
@@ -570,11 +582,15 @@ static int connect_one(struct conn *c, const char *server, const char *p2p_attr,
 	cd = &ev.event_data.connect_event_data;
 	if (max && check_pdata("reply", cd->private_data, cd->private_data_size, max, 13))
 		return -1;
-	if (wait_dto(c, DAT_DTO_RECEIVE, 0, "passive-first"))
+	if (!active_sends_first && wait_dto(c, DAT_DTO_RECEIVE, 0, "passive-first"))
 		return -1;
-	for (int i = 0; i < NMSG; i++)
+	/* active first: one message, then nothing until the answer came */
+	for (int i = 0; i < NMSG; i++) {
 		if (send_msg(c, i, expected_text[i]) || wait_dto(c, DAT_DTO_SEND, 100 + i, NULL))
 			return -1;
+		if (active_sends_first && !i && wait_dto(c, DAT_DTO_RECEIVE, 0, "passive-first"))
+			return -1;
+	}
 	if (expect_p2p(c, want_p2p, p2p_attr ? p2p_attr : "auto", tag))
 		return -1;
 	CHECK_DAT(dat_ep_disconnect(c->ep, DAT_CLOSE_GRACEFUL_FLAG));
@@ -591,8 +607,8 @@ int main(int argc, char **argv)
 	int nopt;
 
 	if (argc < 2 || (strcmp(argv[1], "server") && (strcmp(argv[1], "client") || argc < 3))) {
-		fprintf(stderr, "usage: %s server [IA [first:on|off]] | "
-			"client SERVER_IP [IA [first:on|off]]\n", argv[0]);
+		fprintf(stderr, "usage: %s server [IA [[active-]first:on|off]] | "
+			"client SERVER_IP [IA [[active-]first:on|off]]\n", argv[0]);
 		return 2;
 	}
 	server = !strcmp(argv[1], "server");
@@ -600,6 +616,10 @@ int main(int argc, char **argv)
 	ia = argc > nopt ? argv[nopt] : "ofx-p2p";
 	if (argc > nopt + 1) {
 		only_first = argv[nopt + 1];
+		if (!strncmp(only_first, "active-", strlen("active-"))) {
+			active_sends_first = true;
+			only_first += strlen("active-");
+		}
 		if (strcmp(only_first, "first:on") && strcmp(only_first, "first:off")) {
 			fprintf(stderr, "%s: unknown option %s\n", argv[0], only_first);
 			return 2;
@@ -613,9 +633,11 @@ int main(int argc, char **argv)
 	if (open_conn(&c, ia))
 		return 1;
 	if (only_first) {
-		if (server ? !serve_one(&c, only_first, "p2p_passive_first", SERVE_PLAIN) :
-			     !connect_one(&c, argv[2], NULL, only_first, "p2p_passive_first"))
-			printf("ok p2p_passive_first (%s, p2p %s)\n", argv[1], only_first);
+		const char *tag = active_sends_first ? "active_first" : "p2p_passive_first";
+
+		if (server ? !serve_one(&c, only_first, tag, SERVE_PLAIN) :
+			     !connect_one(&c, argv[2], NULL, only_first, tag))
+			printf("ok %s (%s, p2p %s)\n", tag, argv[1], only_first);
 	} else if (server) {
 		if (!serve_one(&c, "on", "p2p_passive_first", SERVE_PLAIN))
 			printf("ok p2p_passive_first (server)\n");

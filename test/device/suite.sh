@@ -166,7 +166,7 @@ section_p2p() {
 section_wire() {
 	WIRE=$OFX_TOP_BUILDDIR/test/wire/mpa_first_fpdu
 	DEVT=$OFX_TOP_BUILDDIR/test/device/ofx_dev_tests
-	wire_check() { # TAG IA P2P PASSIVE_FIRST MPA_ARGS...
+	wire_check() { # TAG IA P2P PASSIVE_FIRST MPA_ARGS...  ($WIRE_ENV: both sides' environment)
 		local tag=$1 ia=$2 p2p=$3 passive=$4 pcap=/out/logs/$1.pcap size=-1 i
 		shift 4
 		# --immediate-mode: packets reach the file as they come, not when
@@ -179,7 +179,8 @@ section_wire() {
 			return
 		fi
 		vm_pair "$tag" 120 log:'server ready' \
-			"ona $DEVT server $ia first:$p2p" "onb $DEVT client $A $ia first:$p2p" \
+			"${WIRE_ENV:-} ona $DEVT server $ia first:$p2p" \
+			"${WIRE_ENV:-} onb $DEVT client $A $ia first:$p2p" \
 			'ALL TESTS PASSED' 'FAIL'
 		# the connection is over; stop once the capture has stopped growing
 		for ((i = 0; i < 50 && size != $(stat -c %s "$pcap"); i++)); do
@@ -201,6 +202,13 @@ section_wire() {
 	# rtr_nudge (auto: on for siw) the active side's zero-length writes get
 	# it read and the connection up; with it off the passive side never
 	# sees the RTR and breaks the connection at rtr_timeout_ms (3 s here).
+	# Without p2p the active side's first message lands there instead
+	# (active-first: it sends, then waits for the answer): the nudges get
+	# it read too; without them the active side waits until the test's
+	# 20 s limit (its close then gets the message read at last).  The
+	# consumer, not the CM thread, sends that message: the hold is 2 s so
+	# that a busy host's wake-up still lands it in the window (the 5 s
+	# nudge is then the one that arrives after the hand-over).
 	accept_hold_checks() {
 		local hold=/sys/module/siw/parameters/ofxvm_accept_hold_ms
 		if [ ! -w "$hold" ]; then
@@ -216,6 +224,15 @@ section_wire() {
 			"DAPL_OFX_RTR_NUDGE=off onb $DEVT client $A ofx first:on || true"
 		vm_expect wire.accept-hold.off.srv 'no rtr from the peer in time: connection broken' \
 			'ALL TESTS PASSED'
+		echo 2000 >"$hold"
+		vm_pair wire.accept-hold.p2poff 120 log:'server ready' \
+			"ona $DEVT server ofx-p2poff active-first:off" \
+			"onb $DEVT client $A ofx-p2poff active-first:off" 'ALL TESTS PASSED' 'FAIL'
+		vm_pair wire.accept-hold.p2poff.off 120 log:'server ready' \
+			"ona $DEVT server ofx-p2poff active-first:off || true" \
+			"DAPL_OFX_RTR_NUDGE=off onb $DEVT client $A ofx-p2poff active-first:off || true"
+		vm_expect wire.accept-hold.p2poff.off.cli \
+			'waiting for dto completion: .*TIMEOUT_EXPIRED' 'ALL TESTS PASSED'
 		echo 0 >"$hold"
 	}
 	if [ "$PLATFORM" = siw ] && [ -x "$WIRE" ] && [ -x "$DEVT" ]; then
@@ -231,8 +248,12 @@ section_wire() {
 		# side's first send from a stale SGE and breaks the QP: ia_core.h
 		# read_rtr_unsafe), so the active side's first FPDU is the write
 		wire_check wire.p2p.read ofx-p2pr on passive:send:64 --expect-by active:write:0
-		# p2p off: no RTR; the passive side's data is the first FPDU
-		wire_check wire.p2p.off ofx-p2poff off passive:send:64 --expect-first passive:send:64
+		# p2p off: no RTR; the passive side's data is the first FPDU.  Without
+		# the nudges (zero-length writes, accept_hold_checks), which may come
+		# first on a busy host
+		WIRE_ENV=DAPL_OFX_RTR_NUDGE=off \
+			wire_check wire.p2p.off ofx-p2poff off passive:send:64 \
+			--expect-first passive:send:64
 		accept_hold_checks
 	elif [ "$PLATFORM" != siw ]; then
 		vm_skip wire.mpa "no MPA on $PLATFORM: the wire check reads iWARP's TCP stream"

@@ -736,6 +736,45 @@ static void test_nudges_end_with_the_connection(void)
 	teardown(&f);
 }
 
+/*
+ * Without p2p the active consumer's first message is what can land in
+ * siw's accept window: the nudges follow a p2p-off connection's
+ * ESTABLISHED too, and send nothing before it.
+ */
+static void test_p2p_off_connection_is_nudged(void)
+{
+	struct fixture f;
+	struct rdma_cm_id *id;
+	int i;
+
+	setup(&f, OFX_TRANSPORT_IWARP);
+	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
+	ia.cfg.p2p = OFX_OFF;
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_free(f.ep), DAT_SUCCESS);
+	ia.rtr_nudge = true;
+	CU_ASSERT_FATAL(ofx_ep_create(&ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
+				      &fake_rc_ep_attr, &f.ep) == DAT_SUCCESS);
+	f.e = ofx_ep_from_handle(f.ep);
+	id = req_sent(&f, NULL, 0);
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	fake_cm_queue(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_FALSE(f.e->p2p);
+	CU_ASSERT_EQUAL(fake_cm.nsends, 0);	/* no RTR */
+	for (i = 0; i < 8 && nudges_sent(&f) < 4; i++)
+		CU_ASSERT_TRUE_FATAL(next_nudge_now(&f));
+	CU_ASSERT_EQUAL(nudges_sent(&f), 4);
+	CU_ASSERT_EQUAL_FATAL(fake_cm.nsends, 4);
+	for (i = 0; i < 4; i++) {
+		CU_ASSERT_EQUAL(fake_cm.sends[i].opcode, IBV_WR_RDMA_WRITE);
+		CU_ASSERT_EQUAL(fake_cm.sends[i].num_sge, 0);
+		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f.e->nudge_cookie);
+	}
+	expect_no_event(&f);
+	teardown(&f);
+}
+
 /* The completion a device writes for one of the EP's own writes that failed. */
 static struct ibv_wc own_write_failed(const struct fixture *f, const struct ofx_cookie *ck)
 {
@@ -2062,6 +2101,8 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	  test_active_rtr_is_followed_by_nudges },
 	{ "p2p active: nudges end with the connection, none where not needed",
 	  test_nudges_end_with_the_connection },
+	{ "siw: a p2p-off active connection is nudged too, from its ESTABLISHED",
+	  test_p2p_off_connection_is_nudged },
 	{ "p2p active: a failed nudge is no BROKEN and no async error, a failed RTR is",
 	  test_failed_nudge_is_not_broken },
 	{ "p2p active: WRITE RTR first on the wire", test_active_p2p_write_rtr },
