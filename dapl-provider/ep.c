@@ -1925,22 +1925,33 @@ static __attribute__((noinline, cold)) void nudge_completed(struct ofx_ep *ep,
 			 "the connection", ofx_ep_qp_num(ep), ibv_wc_status_str(wc->status));
 }
 
-void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
+void ofx_ep_dto_settle(struct ofx_ep *ep, const struct ibv_wc *wc)
 {
 	struct ofx_cookie *ck = (struct ofx_cookie *)(uintptr_t)wc->wr_id;
 
-	if (ep->transport->completion(ep, wc))
-		return;
-	pthread_mutex_lock(&ep->lock);
+	ofx_lock_assert_held(&ep->lock);
 	if (ck == &ep->nudge_cookie) {
 		nudge_completed(ep, wc);
 	} else if (wc->status != IBV_WC_SUCCESS) {
 		dto_failed(ep, wc);
 	} else if (is_rtr_recv(ep, ck)) {
-		atomic_fetch_add(&ep->obj.ia->stats.rtr_received, 1);
-		ep->rtr_arrived = true;
+		ofx_ep_rtr_received(ep);
 		ofx_ep_conn_p2p_maybe_established(ep);
 	}
+}
+
+void ofx_ep_rtr_received(struct ofx_ep *ep)
+{
+	atomic_fetch_add(&ep->obj.ia->stats.rtr_received, 1);
+	ep->rtr_arrived = true;
+}
+
+void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc)
+{
+	if (ep->transport->completion(ep, wc))
+		return;
+	pthread_mutex_lock(&ep->lock);
+	ofx_ep_dto_settle(ep, wc);
 	pthread_mutex_unlock(&ep->lock);
 }
 

@@ -318,6 +318,13 @@ void ofx_ep_free_zombie(struct ofx_obj *obj);
  * DISCONNECTED and posts BROKEN).  Called without EVD locks.
  */
 void ofx_ep_dto_notify(struct ofx_ep *ep, const struct ibv_wc *wc);
+/*
+ * ofx_ep_dto_notify's settling of a completion the transport did not take
+ * (ep->lock held), for a caller that polled the EP's own completion itself.
+ */
+void ofx_ep_dto_settle(struct ofx_ep *ep, const struct ibv_wc *wc);
+/* The passive side's RTR came (ep->lock held): counted, and the EP may connect. */
+void ofx_ep_rtr_received(struct ofx_ep *ep);
 
 /*
  * A fatal QP error (IBV_EVENT_QP_FATAL) on `ep`: true when the work request

@@ -1026,18 +1026,49 @@ static void rtr_wait_hung_up(struct ofx_ep *ep)
 	ofx_progress_timer_arm_at(ep->obj.ia->progress, &ep->rtr_timer, 0, rtr_timer_run, ep);
 }
 
-/* true: the caller looks for the RTR once it has dropped the EP lock (rtr_wait_start). */
-static bool passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev)
+/*
+ * ESTABLISHED at the CM on a passive SEND-RTR EP whose RTR no drain has
+ * handed over: it usually beat the event and sits first in the recv CQ.
+ * true: it was there, taken under the EP lock, and the EP connects at once
+ * (no RTR_WAIT, no deadline, no second look).  A failed one is settled here
+ * as in RTR_WAIT (BROKEN).  Anything else found first is queued, its
+ * owner's follow-up left in *later for the caller to run unlocked before
+ * its own look (ofx_evd_take_own_nested).  A dying EP's completions are the
+ * generic drain's to drop.
+ */
+static bool rtr_take_here(struct ofx_ep *ep, struct ofx_evd_later *later)
+{
+	struct ibv_wc wc;
+
+	later->evd = NULL;
+	if (!ep->recv_evd || atomic_load(&ep->dying) ||
+	    ofx_evd_take_own_nested(ep->recv_evd, (uintptr_t)&ep->rtr_cookie, &wc, later) != 1 ||
+	    ep->transport->completion(ep, &wc))
+		return false;
+	if (ofx_likely(wc.status == IBV_WC_SUCCESS)) {
+		ofx_ep_rtr_received(ep);
+		return true;
+	}
+	ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
+	ofx_ep_dto_settle(ep, &wc);
+	return false;
+}
+
+/*
+ * true: the caller finishes *later (ofx_evd_take_later), then looks for the
+ * RTR, once it has dropped the EP lock (rtr_wait_start).
+ */
+static bool passive_event(struct ofx_ep *ep, struct rdma_cm_event *ev,
+			  struct ofx_evd_later *later)
 {
 	switch (ev->event) {
 	case RDMA_CM_EVENT_ESTABLISHED:
 		ep->cm_established = true;
-		if (ep->p2p) {
-			/* connected now if the RTR is in, else once it is (rtr_wait_start) */
-			ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
-			/* in already: a WRITE or READ RTR, or a drain took a SEND RTR */
-			if (ep->rtr_arrived)
-				ofx_ep_conn_p2p_maybe_established(ep);
+		/* in already: a WRITE or READ RTR, a drain took a SEND RTR, or it is here */
+		if (ep->p2p && !ep->rtr_arrived && !rtr_take_here(ep, later)) {
+			/* connected once the RTR is in (rtr_wait_start), unless it failed */
+			if (ep->state == OFX_EP_COMPLETION_PENDING)
+				ofx_ep_conn_move(ep, OFX_EP_RTR_WAIT);
 			if (ep->state != OFX_EP_RTR_WAIT)
 				return false;
 			rtr_wait_start(ep);
@@ -1176,6 +1207,7 @@ static __attribute__((noinline, cold)) void ep_event_log(const struct ofx_ep *ep
 static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
 	struct ofx_ep *ep = ctx;
+	struct ofx_evd_later later;	/* set by passive_event where it returns true */
 	bool rtr_look = false;
 
 	pthread_mutex_lock(&ep->lock);
@@ -1206,7 +1238,7 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 		else if (ep->state == OFX_EP_RTR_WAIT)
 			connected_event(ep, ev);
 		else
-			rtr_look = passive_event(ep, ev);
+			rtr_look = passive_event(ep, ev, &later);
 		break;
 	case OFX_EP_CONNECTED:
 	case OFX_EP_DISCONNECT_PENDING:
@@ -1218,8 +1250,10 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 		break;
 	}
 	pthread_mutex_unlock(&ep->lock);
-	if (rtr_look)
+	if (rtr_look) {
+		ofx_evd_take_later(&later);
 		rtr_timer_run(ep);
+	}
 	return true;
 }
 

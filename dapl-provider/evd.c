@@ -880,55 +880,90 @@ int ofx_evd_drain_cq(struct ofx_evd *evd)
 }
 
 /*
- * The one completion evd_take_own polled that was not the caller's: into the
- * ring as a drain would take it (its owner's notify op included, unlocked),
- * then the rest of the CQ the generic way, where the caller's own completion,
- * if it is there, reaches its owner's notify op.  Called with evd->lock
- * held; unlocks.  Out of line: the awaited completion usually comes first.
+ * The one completion a take polled that was not the caller's, into the ring
+ * as a drain would take it (evd->lock held); its owner's notify op, if it
+ * has one, is counted in flight and left in *later with a copy of it.
  */
-static __attribute__((noinline)) int evd_take_other(struct ofx_evd *evd, struct ibv_wc *wc)
+static void evd_queue_other_locked(struct ofx_evd *evd, const struct ibv_wc *wc,
+				   struct ofx_evd_later *later)
 {
 	struct evd_notify notify[1];
-	int nnotify = 0, ret;
+	int nnotify = 0;
 
-	evd_take_batch_locked(evd, wc, 1, NULL, notify, &nnotify);
+	later->wc = *wc;
+	evd_take_batch_locked(evd, &later->wc, 1, NULL, notify, &nnotify);
+	later->evd = evd;
+	later->owner = nnotify ? notify[0].owner : NULL;
 	if (nnotify)
 		atomic_fetch_add(&evd->notify_inflight, 1);
-	pthread_mutex_unlock(&evd->lock);
-	if (nnotify) {
-		evd_run_notify(notify, nnotify);
-		evd_notify_done(evd);
-	}
-	ret = ofx_evd_drain_cq(evd);
-	return ret < 0 ? ret : 0;
 }
 
-int ofx_evd_take_own(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc)
+/*
+ * The queued completion's notify op, then the rest of the CQ the generic
+ * way, where the caller's own completion, if it is there, reaches its
+ * owner's notify op.  No lock held.  Returns the drain's result.
+ */
+static int evd_finish_later(struct ofx_evd_later *later)
+{
+	struct ofx_evd *evd = later->evd;
+
+	later->evd = NULL;
+	if (later->owner) {
+		later->owner->ops->notify(later->owner, &later->wc);
+		evd_notify_done(evd);
+	}
+	return ofx_evd_drain_cq(evd);
+}
+
+void ofx_evd_take_later(struct ofx_evd_later *later)
+{
+	if (later->evd)
+		evd_finish_later(later);
+}
+
+int ofx_evd_take_own_nested(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc,
+			    struct ofx_evd_later *later)
 {
 	int got;
 
+	later->evd = NULL;
 	if (!evd->cq)
 		return 0;
 	pthread_mutex_lock(&evd->lock);
 	/* a full ring could not take another completion; old CQs come after */
 	if (ofx_unlikely(evd->n_old_cqs || evd->count >= evd->qlen)) {
 		pthread_mutex_unlock(&evd->lock);
-		got = ofx_evd_drain_cq(evd);
-		return got < 0 ? got : 0;
+		later->evd = evd;
+		later->owner = NULL;
+		return 0;
 	}
 	got = ofx_verbs->poll_cq(evd->cq, 1, wc);
 	if (ofx_likely(got == 1 && wc->wr_id == wr_id)) {
 		pthread_mutex_unlock(&evd->lock);
 		return 1;
 	}
+	/* out of line in effect: the awaited completion usually comes first */
 	if (got == 1)
-		return evd_take_other(evd, wc);	/* unlocks */
+		evd_queue_other_locked(evd, wc, later);
 	pthread_mutex_unlock(&evd->lock);
-	if (got < 0) {
+	if (ofx_unlikely(got < 0)) {
 		ofx_err("evd %p: ibv_poll_cq: %d", (void *)evd, got);
 		return -EIO;
 	}
 	return 0;
+}
+
+int ofx_evd_take_own(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc)
+{
+	struct ofx_evd_later later;
+	int got = ofx_evd_take_own_nested(evd, wr_id, wc, &later);
+
+	if (ofx_unlikely(later.evd != NULL)) {
+		int ret = evd_finish_later(&later);
+
+		return ret < 0 ? ret : 0;
+	}
+	return got;
 }
 
 bool ofx_evd_drain_all(struct ofx_evd *evd)

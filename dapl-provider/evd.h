@@ -10,6 +10,8 @@
 #include "verbs.h"
 #include "wait.h"
 
+struct ofx_cookie_owner;
+
 struct ofx_cno;
 
 /* CQs an EVD may have moved away from (each move at least doubles the depth). */
@@ -175,6 +177,28 @@ int ofx_evd_drain_cq(struct ofx_evd *evd);
  * if the poll failed.
  */
 int ofx_evd_take_own(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc);
+/*
+ * What ofx_evd_take_own_nested left for its caller to finish once it holds
+ * no EP lock (ofx_evd_take_later): a completion in the way, queued, whose
+ * owner's notify op may take an EP lock; or a ring too full to take one.
+ */
+struct ofx_evd_later {
+	struct ofx_evd *evd;			/* NULL: nothing left */
+	struct ofx_cookie_owner *owner;		/* the queued completion's notify op, or NULL */
+	struct ibv_wc wc;
+};
+/*
+ * ofx_evd_take_own for a caller that holds its EP's lock (ep.h: the EVD
+ * lock ranks below it): the same look, 1 when the caller's completion came
+ * first.  Otherwise 0 (or a negative errno), and whatever the look could not
+ * finish under that lock is in *later (later->evd NULL when nothing is):
+ * the caller runs ofx_evd_take_later after dropping its lock, then looks
+ * again the unlocked way.
+ */
+int ofx_evd_take_own_nested(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *wc,
+			    struct ofx_evd_later *later);
+/* Finishes ofx_evd_take_own_nested's leftovers (no EP or EVD lock held). */
+void ofx_evd_take_later(struct ofx_evd_later *later);
 /*
  * ofx_evd_drain_cq, then whether the CQ is known empty: false when the ring
  * filled up (CQEs may remain behind it).  NULL-safe.

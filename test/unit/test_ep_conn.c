@@ -1377,10 +1377,11 @@ static void test_passive_rtr_before_established_needs_no_watch(void)
 }
 
 /*
- * The first look into the recv CQ is the CM handler's own, once it has
- * dropped the EP lock: no timer and no progress engine are needed for an
- * RTR already in the CQ (there is none here), and the ESTABLISHED is posted
- * by the time the CM event is handled.
+ * The first look into the recv CQ is the CM handler's own, under the EP
+ * lock: no timer and no progress engine are needed for an RTR already in
+ * the CQ (there is none here), the ESTABLISHED is posted by the time the CM
+ * event is handled, and the EP never waited for its RTR (no RTR_WAIT, so
+ * no deadline was set).
  */
 static void test_passive_rtr_first_look_is_the_cm_handlers(void)
 {
@@ -1399,6 +1400,8 @@ static void test_passive_rtr_first_look_is_the_cm_handlers(void)
 	CU_ASSERT_FALSE(f.e->rtr_watch);
 	CU_ASSERT_EQUAL(recv->channel_watchers, 0);
 	CU_ASSERT_EQUAL(recv->count, 0);	/* the RTR is never a DTO event */
+	CU_ASSERT_EQUAL(f.e->rtr_deadline_ns, 0);
+	CU_ASSERT_EQUAL(atomic_load(&ia.stats.rtr_received), 1);
 	expect_no_event(&f);
 	passive_done(&p);
 	teardown(&f);
@@ -1876,6 +1879,69 @@ static void test_peer_gone_after_its_rtr_shared_cq(void)
 	peer_gone_after_its_rtr(true);
 }
 
+/*
+ * The CM handler's look under the EP lock finds another EP's failed receive
+ * ahead of the RTR in the shared CQ: that completion reaches its consumer
+ * with its status, its follow-up (the neighbour BROKEN) runs once the lock
+ * is dropped, before this EP's own look, which then finds the RTR.
+ */
+static void test_passive_rtr_behind_a_failed_neighbour(void)
+{
+	struct fixture f;
+	struct passive p;
+	struct ibv_wc wc;
+	DAT_EP_HANDLE other = NULL;
+	DAT_EVENT ev;
+	uint64_t theirs;
+
+	p2p_send_rtr_accepted(&f, &p);
+	theirs = plain_neighbour_up(&f, &p, &other);
+	wc = recv_wc(theirs, ofx_ep_from_handle(other), IBV_WC_LOC_LEN_ERR, 0);
+	fake_cq_push(f.e->recv_evd, &wc);
+	wc = recv_wc((uintptr_t)&f.e->rtr_cookie, f.e, IBV_WC_SUCCESS, 0);
+	fake_cq_push(f.e->recv_evd, &wc);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, other), DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_ESTABLISHED);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_CONNECTED);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(f.dto_evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_PTR_EQUAL(ev.event_data.dto_completion_event_data.ep_handle, other);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 0x77);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.status, DAT_DTO_ERR_LOCAL_LENGTH);
+	expect_no_event(&f);
+	CU_ASSERT_EQUAL(ofx_ep_free(other), DAT_SUCCESS);
+	passive_done(&p);
+	teardown(&f);
+}
+
+/*
+ * An RTR that completed in error sits in the CQ at the CM's ESTABLISHED:
+ * the connection, up at the CM, is BROKEN (the peer is told through the
+ * DREQ), as it would be had the RTR failed while the EP waited for it.
+ */
+static void test_passive_failed_rtr_at_established_is_broken(void)
+{
+	struct fixture f;
+	struct passive p;
+	struct ibv_wc wc;
+
+	p2p_send_rtr_accepted(&f, &p);
+	wc = recv_wc((uintptr_t)&f.e->rtr_cookie, f.e, IBV_WC_LOC_LEN_ERR, 0);
+	fake_cq_push(f.e->recv_evd, &wc);
+	fake_cm_queue(p.id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
+	fake_cm_deliver(&ia);
+
+	CU_ASSERT_EQUAL(fake_conn_event_wait(f.conn_evd, f.ep), DAT_CONNECTION_EVENT_BROKEN);
+	CU_ASSERT_EQUAL(dat_state(&f), DAT_EP_STATE_DISCONNECTED);
+	CU_ASSERT_EQUAL(fake_cm.disconnects, 1);
+	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
+	CU_ASSERT_EQUAL(atomic_load(&ia.stats.rtr_received), 0);
+	passive_done(&p);
+	teardown(&f);
+}
+
 /* A consumer's dat_evd_dequeue on another thread, with what it got. */
 struct consumer_drain {
 	DAT_EVD_HANDLE evd;
@@ -2155,6 +2221,10 @@ CU_TestInfo ofx_test_ep_conn[] = {
 	{ "p2p passive: the peer hangs up after its RTR", test_peer_gone_after_its_rtr },
 	{ "p2p passive: ... with another EP's completion in the CQ",
 	  test_peer_gone_after_its_rtr_shared_cq },
+	{ "p2p passive: a neighbour's failed receive ahead of the RTR, its follow-up unlocked",
+	  test_passive_rtr_behind_a_failed_neighbour },
+	{ "p2p passive: a failed RTR in the CQ at ESTABLISHED is BROKEN",
+	  test_passive_failed_rtr_at_established_is_broken },
 	{ "p2p passive: ... its RTR still in a consumer's drain",
 	  test_peer_gone_with_its_rtr_in_a_consumer_drain },
 	{ "p2p passive: the RTR deadline with the RTR in a consumer's drain",
