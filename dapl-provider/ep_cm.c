@@ -914,9 +914,10 @@ static bool rtr_watch_start(struct ofx_ep *ep)
 
 /*
  * The RTR wait's look into the recv CQ: first right after the rdma_cm
- * ESTABLISHED (ep_event calls it once the EP lock is dropped, rtr_wait_start),
- * where the RTR usually beat it and sits in the CQ, which this drain hands
- * to the EP (ofx_ep_dto_notify), so no channel round trip was needed.  Else
+ * ESTABLISHED when the CM handler's own look under the EP lock did not find
+ * the RTR first (rtr_take_here; ep_event calls this once the lock is
+ * dropped, rtr_wait_start), which drains the CQ and hands an RTR there to
+ * the EP (ofx_ep_dto_notify), so no channel round trip was needed.  Else
  * it starts the channel watch and runs again as rtr_timer at the deadline,
  * which is BROKEN unless the RTR came.  Completions found on the way stay
  * queued for the consumer.  An RTR another drain (the consumer's) took
@@ -986,11 +987,11 @@ static void rtr_timer_run(void *arg)
 }
 
 /*
- * A passive SEND-RTR EP is up at the CM, its RTR not seen yet: the consumer
- * may not be polling the recv CQ (it waits for ESTABLISHED on the
- * connection EVD), so the CM handler looks there at once (rtr_timer_run),
- * but only once it has dropped the EP lock: the drain runs the owners'
- * notify ops, this EP's among them.  In the handler, the event not acked
+ * A passive SEND-RTR EP is up at the CM, its RTR not first in the CQ: the
+ * consumer may not be polling the recv CQ (it waits for ESTABLISHED on the
+ * connection EVD), so the CM handler looks there again (rtr_timer_run),
+ * once it has dropped the EP lock: the drain runs the owners' notify ops,
+ * this EP's among them.  In the handler, the event not acked
  * yet, the EP cannot be freed under it (ofx_cm_id_destroy), and a look from
  * there costs no timer and no wake.  The deadline counts from here: before
  * ESTABLISHED the CM's own timeouts end the accept.  ofx_ep_conn_rtr_wait_end
