@@ -913,27 +913,27 @@ static bool rtr_watch_start(struct ofx_ep *ep)
 }
 
 /*
- * The RTR wait's look into the recv CQ: first right after the rdma_cm
- * ESTABLISHED when the CM handler's own look under the EP lock did not find
- * the RTR first (rtr_take_here; ep_event calls this once the lock is
- * dropped, rtr_wait_start), which drains the CQ and hands an RTR there to
- * the EP (ofx_ep_dto_notify), so no channel round trip was needed.  Else
- * it starts the channel watch and runs again as rtr_timer at the deadline,
- * which is BROKEN unless the RTR came.  Completions found on the way stay
- * queued for the consumer.  An RTR another drain (the consumer's) took
- * from the CQ before this one, its notify not run yet, is rtr_polled: that
- * notify is on its way and decides, so this run reports nothing, nor arms
- * anything (waiting for it here could deadlock: a notify op of another
- * owner among the same batch may wait for this thread).
+ * The passive SEND-RTR EP's wait for its RTR.  At the rdma_cm ESTABLISHED
+ * the CM handler looks into the recv CQ under the EP lock (rtr_take_here)
+ * and settles an RTR it finds first there, the usual case on IB/RoCE; a
+ * completion in the way is drained once the lock is dropped, which hands an
+ * RTR behind it to the EP (ofx_ep_dto_notify).  Else the wait goes on
+ * (rtr_wait_on): the channel watch, and rtr_timer at the deadline, which
+ * looks once more and is BROKEN unless the RTR came.  Completions found on
+ * the way stay queued for the consumer.  An RTR another drain (the
+ * consumer's) took from the CQ before this one, its notify not run yet, is
+ * rtr_polled: that notify is on its way and decides, so the wait reports
+ * nothing, nor arms anything (waiting for it here could deadlock: a notify
+ * op of another owner among the same batch may wait for this thread).
  */
 /*
- * One look for the RTR in the recv CQ (no EP lock held).  The RTR first
- * there (the usual case: it beat the rdma_cm ESTABLISHED) is settled here,
+ * One look for the RTR in the recv CQ (no EP lock held): once the channel
+ * watch is on, and at the deadline.  The RTR first there is settled here,
  * as its notify op would settle it, without going through the EVD's
- * conversion; the EP is alive (rtr_timer_run's callers) but may be dying,
- * when its completions are dropped as the generic drain drops them.  Any
- * other completion first: ofx_evd_take_own drains the CQ, the RTR reaching
- * the EP through its notify op.
+ * conversion; the EP is alive (the CM handler's or the timer's) but may be
+ * dying, when its completions are dropped as the generic drain drops them.
+ * Any other completion first: ofx_evd_take_own drains the CQ, the RTR
+ * reaching the EP through its notify op.
  */
 static void rtr_look(struct ofx_ep *ep)
 {
@@ -944,15 +944,19 @@ static void rtr_look(struct ofx_ep *ep)
 		ofx_ep_dto_notify(ep, &wc);
 }
 
-static void rtr_timer_run(void *arg)
+static void rtr_timer_run(void *arg);
+
+/*
+ * The RTR wait after a look into the recv CQ that did not settle the RTR
+ * (rtr_timer_run's, or the CM handler's under the EP lock, rtr_take_here):
+ * the deadline, or the channel watch and the timer, with one more look once
+ * the watch is on (an RTR that completed before the arm raised no event).
+ */
+static void rtr_wait_on(struct ofx_ep *ep)
 {
-	struct ofx_ep *ep = arg;
 	struct ofx_ia *ia = ep->obj.ia;
 	bool watched = false;
 
-	/* the RTR before ESTABLISHED, or one the ring had no room for */
-	if (ep->recv_evd)
-		rtr_look(ep);
 	/*
 	 * Connected (by the drain, usually) or over: no RTR is awaited, and a
 	 * state that may send never moves back to RTR_WAIT but through a new
@@ -986,12 +990,22 @@ static void rtr_timer_run(void *arg)
 		rtr_look(ep);
 }
 
+static void rtr_timer_run(void *arg)
+{
+	struct ofx_ep *ep = arg;
+
+	/* the RTR before ESTABLISHED, or one the ring had no room for */
+	if (ep->recv_evd)
+		rtr_look(ep);
+	rtr_wait_on(ep);
+}
+
 /*
  * A passive SEND-RTR EP is up at the CM, its RTR not first in the CQ: the
  * consumer may not be polling the recv CQ (it waits for ESTABLISHED on the
- * connection EVD), so the CM handler looks there again (rtr_timer_run),
- * once it has dropped the EP lock: the drain runs the owners' notify ops,
- * this EP's among them.  In the handler, the event not acked
+ * connection EVD), so the CM handler goes on with the wait (rtr_wait_on)
+ * once it has dropped the EP lock: the drain of what its look found runs
+ * the owners' notify ops, this EP's among them.  In the handler, the event not acked
  * yet, the EP cannot be freed under it (ofx_cm_id_destroy), and a look from
  * there costs no timer and no wake.  The deadline counts from here: before
  * ESTABLISHED the CM's own timeouts end the accept.  ofx_ep_conn_rtr_wait_end
@@ -1252,8 +1266,9 @@ static bool ep_event(void *ctx, struct rdma_cm_event *ev, struct rdma_cm_id **de
 	}
 	pthread_mutex_unlock(&ep->lock);
 	if (rtr_look) {
+		/* its drain hands the RTR over if it was behind what the look found */
 		ofx_evd_take_later(&later);
-		rtr_timer_run(ep);
+		rtr_wait_on(ep);
 	}
 	return true;
 }
