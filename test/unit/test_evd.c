@@ -1409,6 +1409,79 @@ static void test_take_own_takes_its_completion_first_else_drains(void)
 	own_end(evd, &w);
 }
 
+/*
+ * ofx_evd_take_own_nested (the look under an EP lock): the caller's
+ * completion first is its own; one in the way is queued with its owner's
+ * notify op left for ofx_evd_take_later, which runs it and drains the rest
+ * (the caller's completion then reaching its owner the generic way); a ring
+ * too full to queue one leaves the CQ alone and the drain for later.
+ */
+static void test_take_own_nested_leaves_a_follow_up_for_later(void)
+{
+	struct ofx_evd *evd;
+	struct ofx_ep *ep;
+	struct own_wr w, other;
+	struct ofx_evd_later later;
+	struct ibv_wc wc, sent;
+	uint64_t id;
+	DAT_EVENT ev;
+
+	evd = own_start(&w);
+	own_wr_init(&other);
+	ep = fake_ep_new(64);
+	id = (uintptr_t)&w.cookie;
+	CU_ASSERT_EQUAL(ofx_evd_take_own_nested(evd, id, &wc, &later), 0);
+	CU_ASSERT_PTR_NULL(later.evd);
+
+	own_wr_completes(&w, evd);
+	CU_ASSERT_EQUAL(ofx_evd_take_own_nested(evd, id, &wc, &later), 1);
+	CU_ASSERT_PTR_NULL(later.evd);
+	CU_ASSERT_EQUAL(wc.wr_id, id);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 0);
+
+	/* another owner's completion in the way: queued, its notify op not run yet */
+	own_wr_completes(&other, evd);
+	own_wr_completes(&w, evd);
+	CU_ASSERT_EQUAL(ofx_evd_take_own_nested(evd, id, &wc, &later), 0);
+	CU_ASSERT_PTR_EQUAL(later.evd, evd);
+	CU_ASSERT_PTR_EQUAL(later.owner, &other.owner);
+	CU_ASSERT_EQUAL(atomic_load(&other.notified), 0);
+	CU_ASSERT_EQUAL(atomic_load(&evd->notify_inflight), 1);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 1);
+	ofx_evd_take_later(&later);
+	CU_ASSERT_PTR_NULL(later.evd);
+	CU_ASSERT_EQUAL(atomic_load(&other.notified), 1);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);	/* the drain handed it over */
+	CU_ASSERT_EQUAL(atomic_load(&evd->notify_inflight), 0);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 0);
+	CU_ASSERT_EQUAL(ofx_evd_dequeue(evd, &ev), DAT_QUEUE_EMPTY);
+
+	/* a consumer's completion in the way: an event, no follow-up but the drain */
+	sent = fake_send_wc(ep, 7);
+	fake_cq_push(evd, &sent);
+	CU_ASSERT_EQUAL(ofx_evd_take_own_nested(evd, id, &wc, &later), 0);
+	CU_ASSERT_PTR_EQUAL(later.evd, evd);
+	CU_ASSERT_PTR_NULL(later.owner);
+	ofx_evd_take_later(&later);
+	CU_ASSERT_EQUAL_FATAL(ofx_evd_dequeue(evd, &ev), DAT_SUCCESS);
+	CU_ASSERT_EQUAL(ev.event_data.dto_completion_event_data.user_cookie.as_64, 7);
+
+	/* a full ring: nothing polled now */
+	push_sends(ep, evd, 100, evd->qlen);
+	CU_ASSERT_EQUAL(ofx_evd_drain_cq(evd), evd->qlen);
+	own_wr_completes(&w, evd);
+	CU_ASSERT_EQUAL(ofx_evd_take_own_nested(evd, id, &wc, &later), 0);
+	CU_ASSERT_PTR_EQUAL(later.evd, evd);
+	CU_ASSERT_PTR_NULL(later.owner);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 1);
+	ofx_evd_take_later(&later);
+	CU_ASSERT_EQUAL(fake_cq_pending(evd), 1);
+	CU_ASSERT_EQUAL(atomic_load(&w.notified), 1);
+	fake_ep_delete(ep);
+	ofx_waiter_fini(&other.woken);
+	own_end(evd, &w);
+}
+
 CU_TestInfo ofx_test_evd[] = {
 	{ "a drain's notify done, unwaited, takes no waiter lock",
 	  test_notify_done_unwaited_takes_no_waiter_lock },
@@ -1416,6 +1489,8 @@ CU_TestInfo ofx_test_evd[] = {
 	  test_channel_watch_hands_a_completion_to_its_owner_unpolled },
 	{ "take_own takes its completion first in the cq, else drains",
 	  test_take_own_takes_its_completion_first_else_drains },
+	{ "take_own_nested leaves a completion in the way and its follow-up for later",
+	  test_take_own_nested_leaves_a_follow_up_for_later },
 	{ "wait_cq returns once a drain made it done", test_wait_cq_returns_once_a_drain_made_it_done },
 	{ "wait_cq ends at its deadline", test_wait_cq_ends_at_its_deadline },
 	{ "wait_cq wakes on a completion event", test_wait_cq_wakes_on_a_completion_event },
