@@ -261,6 +261,55 @@ static bool qp_fatal_was_nudge(struct ofx_ia *ia, struct ibv_qp *qp)
 	return true;
 }
 
+bool ofx_ia_qp_event_is_failure(enum ibv_event_type type)
+{
+	switch (type) {
+	case IBV_EVENT_QP_LAST_WQE_REACHED:	/* unless the EP's receives are an SRQ's */
+	case IBV_EVENT_QP_FATAL:
+	case IBV_EVENT_QP_REQ_ERR:
+	case IBV_EVENT_QP_ACCESS_ERR:
+		return true;
+	default:
+		/*
+		 * SQ_DRAINED says the send queue is empty: IB raises it for a
+		 * move to SQD, which we never ask for; siw raises it whenever
+		 * its move to error or closing flushed queued requests (a peer
+		 * that closed while a nudge or the consumer's sends were still
+		 * queued, seen in the fault suite's hangup_soon), which the
+		 * flushed completions and the connection's CM event report.
+		 * COMM_EST: rdma_cm completes the connection; PATH_MIG*: no
+		 * path migration is set up.
+		 */
+		return false;
+	}
+}
+
+/* An RC QP's affiliated event: a failure is the EP's ASYNC_ERROR_EP_BROKEN. */
+static void qp_event(struct ofx_ia *ia, struct ibv_async_event *ev, const char *what)
+{
+	struct ofx_ep *ep;
+
+	if (!ofx_ia_qp_event_is_failure(ev->event_type)) {
+		ofx_dbg("device %s: %s on qp 0x%x", ofx_ia_dev_name(ia), what,
+			ev->element.qp->qp_num);
+		return;
+	}
+	if (ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
+		ep = ofx_ia_qp_ep(ev->element.qp);
+		/* normal on an SRQ EP whose QP went to error (ep_srq.c) */
+		if (ep && ep->recv->last_wqe(ep))
+			return;
+	}
+	if (ev->event_type == IBV_EVENT_QP_FATAL && qp_fatal_was_nudge(ia, ev->element.qp))
+		return;
+	if (ofx_ia_post_owned(ev->element.qp->qp_context, OFX_OBJ_EP, DAT_ASYNC_ERROR_EP_BROKEN))
+		ofx_warn("device %s: %s on qp 0x%x (ep %p)", ofx_ia_dev_name(ia), what,
+			 ev->element.qp->qp_num, ev->element.qp->qp_context);
+	else
+		ofx_dbg("device %s: %s on foreign qp 0x%x", ofx_ia_dev_name(ia), what,
+			ev->element.qp->qp_num);
+}
+
 /*
  * Contract 3.2 "Async".  The context pointers are ours when the object is:
  * qp_context is the struct ofx_ep, cq_context the struct ofx_evd,
@@ -272,7 +321,6 @@ void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 {
 	const char *what = ibv_event_type_str(ev->event_type);
 	struct ofx_srq *srq;
-	struct ofx_ep *ep;
 
 	switch (ev->event_type) {
 	case IBV_EVENT_QP_LAST_WQE_REACHED:
@@ -283,39 +331,8 @@ void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev)
 	case IBV_EVENT_COMM_EST:
 	case IBV_EVENT_PATH_MIG:
 	case IBV_EVENT_PATH_MIG_ERR:
-		if (ofx_ia_xrc_qp_event(ia, ev))
-			return;
-		break;
-	default:
-		break;
-	}
-	switch (ev->event_type) {
-	case IBV_EVENT_QP_LAST_WQE_REACHED:
-		ep = ofx_ia_qp_ep(ev->element.qp);
-		/* normal on an SRQ EP whose QP went to error (ep_srq.c) */
-		if (ep && ep->recv->last_wqe(ep))
-			break;
-		/* fall through */
-	case IBV_EVENT_QP_FATAL:
-	case IBV_EVENT_QP_REQ_ERR:
-	case IBV_EVENT_QP_ACCESS_ERR:
-	case IBV_EVENT_SQ_DRAINED:
-		if (ev->event_type == IBV_EVENT_QP_FATAL && qp_fatal_was_nudge(ia, ev->element.qp))
-			break;
-		if (ofx_ia_post_owned(ev->element.qp->qp_context, OFX_OBJ_EP,
-				      DAT_ASYNC_ERROR_EP_BROKEN))
-			ofx_warn("device %s: %s on qp 0x%x (ep %p)", ofx_ia_dev_name(ia), what,
-				 ev->element.qp->qp_num, ev->element.qp->qp_context);
-		else
-			ofx_dbg("device %s: %s on foreign qp 0x%x", ofx_ia_dev_name(ia), what,
-				ev->element.qp->qp_num);
-		break;
-	case IBV_EVENT_COMM_EST:
-	case IBV_EVENT_PATH_MIG:
-	case IBV_EVENT_PATH_MIG_ERR:
-		/* rdma_cm completes the connection; no path migration is set up. */
-		ofx_dbg("device %s: %s on qp 0x%x", ofx_ia_dev_name(ia), what,
-			ev->element.qp->qp_num);
+		if (!ofx_ia_xrc_qp_event(ia, ev))
+			qp_event(ia, ev, what);
 		break;
 	case IBV_EVENT_CQ_ERR:
 		if (ofx_ia_post_owned(ev->element.cq->cq_context, OFX_OBJ_EVD,

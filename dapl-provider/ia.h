@@ -28,4 +28,7 @@ void ofx_ia_process_async(void *arg);
 struct ibv_async_event;
 void ofx_ia_async_event(struct ofx_ia *ia, struct ibv_async_event *ev);
 
+/* Whether a QP's affiliated async event says the QP failed (else it informs). */
+bool ofx_ia_qp_event_is_failure(enum ibv_event_type type);
+
 #endif

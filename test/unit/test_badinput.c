@@ -1595,6 +1595,24 @@ static DAT_EVENT next_event(DAT_EVD_HANDLE evd)
 	return ev;
 }
 
+/*
+ * A QP's async events: a failure is the EP's ASYNC_ERROR_EP_BROKEN; a
+ * drained send queue is none (siw raises it when its move to error flushed
+ * queued requests, a peer's close that crossed them: the fault suite's
+ * hangup_soon failed on it once), nor are the CM's and path events.
+ */
+static void test_qp_async_events(void)
+{
+	CU_ASSERT_TRUE(ofx_ia_qp_event_is_failure(IBV_EVENT_QP_FATAL));
+	CU_ASSERT_TRUE(ofx_ia_qp_event_is_failure(IBV_EVENT_QP_REQ_ERR));
+	CU_ASSERT_TRUE(ofx_ia_qp_event_is_failure(IBV_EVENT_QP_ACCESS_ERR));
+	CU_ASSERT_TRUE(ofx_ia_qp_event_is_failure(IBV_EVENT_QP_LAST_WQE_REACHED));
+	CU_ASSERT_FALSE(ofx_ia_qp_event_is_failure(IBV_EVENT_SQ_DRAINED));
+	CU_ASSERT_FALSE(ofx_ia_qp_event_is_failure(IBV_EVENT_COMM_EST));
+	CU_ASSERT_FALSE(ofx_ia_qp_event_is_failure(IBV_EVENT_PATH_MIG));
+	CU_ASSERT_FALSE(ofx_ia_qp_event_is_failure(IBV_EVENT_PATH_MIG_ERR));
+}
+
 static void test_ep_watermarks_raise_their_events(void)
 {
 	struct ofx_ep *ep;
@@ -1816,6 +1834,8 @@ CU_TestInfo ofx_test_badinput[] = {
 	  test_ep_without_pz_is_attached_later },
 	{ "ep high watermarks raise the soft async event and break on the hard one",
 	  test_ep_watermarks_raise_their_events },
+	{ "a qp failure is an async EP_BROKEN, a drained send queue none",
+	  test_qp_async_events },
 	{ "ep_query attributes outlive the ep and round-trip into ep_create",
 	  test_ep_query_attrs_outlive_the_ep_and_round_trip },
 	CU_TEST_INFO_NULL,
