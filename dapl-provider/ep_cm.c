@@ -274,7 +274,7 @@ static const struct connect_answer connect_answers[] = {
 
 static const struct connect_answer *connect_answer_of(int err)
 {
-	for (size_t i = 0; i < sizeof(connect_answers) / sizeof(connect_answers[0]); i++)
+	for (size_t i = 0; i < OFX_ARRAY_SIZE(connect_answers); i++)
 		if (connect_answers[i].err == err)
 			return &connect_answers[i];
 	return NULL;
@@ -566,6 +566,7 @@ static void connect_answered(struct ofx_ep *ep, const struct connect_answer *ans
 
 static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdma_cm_id **destroy_p)
 {
+	const struct connect_answer *answer;
 	struct ofx_ia *ia = ep->obj.ia;
 	int ret = 0;
 
@@ -578,8 +579,9 @@ static void active_event(struct ofx_ep *ep, struct rdma_cm_event *ev, struct rdm
 		break;
 	case RDMA_CM_EVENT_ROUTE_RESOLVED:
 		ret = route_resolved(ep);
-		if (ret && connect_answer_of(ret)) {
-			connect_answered(ep, connect_answer_of(ret), destroy_p);
+		answer = connect_answer_of(ret);
+		if (answer) {
+			connect_answered(ep, answer, destroy_p);
 			return;
 		}
 		break;

@@ -942,7 +942,7 @@ int ofx_evd_take_own_nested(struct ofx_evd *evd, uint64_t wr_id, struct ibv_wc *
 		pthread_mutex_unlock(&evd->lock);
 		return 1;
 	}
-	/* out of line in effect: the awaited completion usually comes first */
+	/* rare: the awaited completion usually comes first */
 	if (got == 1)
 		evd_queue_other_locked(evd, wc, later);
 	pthread_mutex_unlock(&evd->lock);

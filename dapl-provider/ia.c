@@ -287,15 +287,14 @@ bool ofx_ia_qp_event_is_failure(enum ibv_event_type type)
 /* An RC QP's affiliated event: a failure is the EP's ASYNC_ERROR_EP_BROKEN. */
 static void qp_event(struct ofx_ia *ia, struct ibv_async_event *ev, const char *what)
 {
-	struct ofx_ep *ep;
-
 	if (!ofx_ia_qp_event_is_failure(ev->event_type)) {
 		ofx_dbg("device %s: %s on qp 0x%x", ofx_ia_dev_name(ia), what,
 			ev->element.qp->qp_num);
 		return;
 	}
 	if (ev->event_type == IBV_EVENT_QP_LAST_WQE_REACHED) {
-		ep = ofx_ia_qp_ep(ev->element.qp);
+		struct ofx_ep *ep = ofx_ia_qp_ep(ev->element.qp);
+
 		/* normal on an SRQ EP whose QP went to error (ep_srq.c) */
 		if (ep && ep->recv->last_wqe(ep))
 			return;

@@ -624,6 +624,21 @@ static void test_active_p2p_refused_by_a_stock_peer(void)
 	teardown(&f);
 }
 
+/*
+ * The fixture's EP made again with `nudge` as ia_open derives rtr_nudge
+ * (auto: on for siw), which the EP's queues count; the progress engine runs
+ * the nudges' timer.
+ */
+static void nudging_ep(struct fixture *f, bool nudge)
+{
+	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
+	CU_ASSERT_EQUAL_FATAL(ofx_ep_free(f->ep), DAT_SUCCESS);
+	ia.rtr_nudge = nudge;
+	CU_ASSERT_FATAL(ofx_ep_create(&ia, f->pz, f->dto_evd, f->dto_evd, f->conn_evd,
+				      &fake_rc_ep_attr, &f->ep) == DAT_SUCCESS);
+	f->e = ofx_ep_from_handle(f->ep);
+}
+
 /* An active p2p connection up (RoCE: the REP drives it), SEND RTR sent, with or without nudges. */
 static void p2p_connect_up(struct fixture *f, bool nudge)
 {
@@ -632,15 +647,9 @@ static void p2p_connect_up(struct fixture *f, bool nudge)
 	int n;
 
 	setup(f, OFX_TRANSPORT_ROCE);
-	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
 	ia.cfg.p2p = OFX_ON;
 	ia.p2p_default = true;	/* what ia_open derives from it */
-	/* what ia_open derives from rtr_nudge=auto on siw; the EP's queues count it */
-	CU_ASSERT_EQUAL_FATAL(ofx_ep_free(f->ep), DAT_SUCCESS);
-	ia.rtr_nudge = nudge;
-	CU_ASSERT_FATAL(ofx_ep_create(&ia, f->pz, f->dto_evd, f->dto_evd, f->conn_evd,
-				      &fake_rc_ep_attr, &f->ep) == DAT_SUCCESS);
-	f->e = ofx_ep_from_handle(f->ep);
+	nudging_ep(f, nudge);
 	id = req_sent(f, NULL, 0);
 	n = rep_with_p2p(OFX_RTR_SEND, rep, sizeof(rep));
 	CU_ASSERT_FATAL(n > 0);
@@ -680,6 +689,28 @@ static bool next_nudge_now(struct fixture *f)
 }
 
 /*
+ * Runs the EP's nudges to the end: four were posted, from fake_cm.sends[first]
+ * on, each a zero-length unsignaled RDMA write under the EP's nudge cookie.
+ */
+static void expect_four_nudges(struct fixture *f, int first)
+{
+	int i;
+
+	for (i = 0; i < 8 && nudges_sent(f) < 4; i++)
+		CU_ASSERT_TRUE_FATAL(next_nudge_now(f));
+	CU_ASSERT_EQUAL(nudges_sent(f), 4);
+	CU_ASSERT_FALSE(atomic_load(&f->e->rtr_timer.armed));
+	CU_ASSERT_EQUAL_FATAL(fake_cm.nsends, first + 4);
+	for (i = first; i < first + 4; i++) {
+		CU_ASSERT_EQUAL(fake_cm.sends[i].opcode, IBV_WR_RDMA_WRITE);
+		CU_ASSERT_EQUAL(fake_cm.sends[i].num_sge, 0);
+		CU_ASSERT_EQUAL(fake_cm.sends[i].send_flags, 0);	/* unsignaled */
+		/* the EP's own, never an event; not the RTR's: a failed one is told apart */
+		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f->e->nudge_cookie);
+	}
+}
+
+/*
  * siw leaves an RTR that reaches the passive side during its accept's
  * socket hand-over unread until more bytes come: the active side follows
  * it with zero-length RDMA writes, four in all, the first 5 ms after the RTR.
@@ -688,7 +719,6 @@ static void test_active_rtr_is_followed_by_nudges(void)
 {
 	struct fixture f;
 	uint64_t now;
-	int i;
 
 	p2p_connect_up(&f, true);
 	/* one EVD for both queues: 4 receives + the RTR's, 4 requests + the RTR + its nudge */
@@ -697,18 +727,7 @@ static void test_active_rtr_is_followed_by_nudges(void)
 	CU_ASSERT_TRUE_FATAL(atomic_load(&f.e->rtr_timer.armed));
 	/* the first gap is 5 ms: due within it from now */
 	CU_ASSERT_TRUE(f.e->rtr_timer.deadline_ns <= now + 5000000ull);
-	for (i = 0; i < 8 && nudges_sent(&f) < 4; i++)
-		CU_ASSERT_TRUE_FATAL(next_nudge_now(&f));
-	CU_ASSERT_EQUAL(nudges_sent(&f), 4);
-	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
-	CU_ASSERT_EQUAL_FATAL(fake_cm.nsends, 5);
-	for (i = 1; i < 5; i++) {
-		CU_ASSERT_EQUAL(fake_cm.sends[i].opcode, IBV_WR_RDMA_WRITE);
-		CU_ASSERT_EQUAL(fake_cm.sends[i].num_sge, 0);
-		CU_ASSERT_EQUAL(fake_cm.sends[i].send_flags, 0);	/* unsignaled */
-		/* the EP's own, never an event; not the RTR's: a failed one is told apart */
-		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f.e->nudge_cookie);
-	}
+	expect_four_nudges(&f, 1);	/* after the RTR */
 	expect_no_event(&f);
 	teardown(&f);
 }
@@ -745,16 +764,10 @@ static void test_p2p_off_connection_is_nudged(void)
 {
 	struct fixture f;
 	struct rdma_cm_id *id;
-	int i;
 
 	setup(&f, OFX_TRANSPORT_IWARP);
-	CU_ASSERT_FATAL(ofx_progress_start(&ia.progress, "unit") == 0);
 	ia.cfg.p2p = OFX_OFF;
-	CU_ASSERT_EQUAL_FATAL(ofx_ep_free(f.ep), DAT_SUCCESS);
-	ia.rtr_nudge = true;
-	CU_ASSERT_FATAL(ofx_ep_create(&ia, f.pz, f.dto_evd, f.dto_evd, f.conn_evd,
-				      &fake_rc_ep_attr, &f.ep) == DAT_SUCCESS);
-	f.e = ofx_ep_from_handle(f.ep);
+	nudging_ep(&f, true);
 	id = req_sent(&f, NULL, 0);
 	CU_ASSERT_FALSE(atomic_load(&f.e->rtr_timer.armed));
 	fake_cm_queue(id, RDMA_CM_EVENT_ESTABLISHED, 0, NULL, 0);
@@ -762,15 +775,7 @@ static void test_p2p_off_connection_is_nudged(void)
 	CU_ASSERT_EQUAL(next_conn_event(&f, NULL, NULL), DAT_CONNECTION_EVENT_ESTABLISHED);
 	CU_ASSERT_FALSE(f.e->p2p);
 	CU_ASSERT_EQUAL(fake_cm.nsends, 0);	/* no RTR */
-	for (i = 0; i < 8 && nudges_sent(&f) < 4; i++)
-		CU_ASSERT_TRUE_FATAL(next_nudge_now(&f));
-	CU_ASSERT_EQUAL(nudges_sent(&f), 4);
-	CU_ASSERT_EQUAL_FATAL(fake_cm.nsends, 4);
-	for (i = 0; i < 4; i++) {
-		CU_ASSERT_EQUAL(fake_cm.sends[i].opcode, IBV_WR_RDMA_WRITE);
-		CU_ASSERT_EQUAL(fake_cm.sends[i].num_sge, 0);
-		CU_ASSERT_EQUAL(fake_cm.sends[i].wr_id, (uintptr_t)&f.e->nudge_cookie);
-	}
+	expect_four_nudges(&f, 0);
 	expect_no_event(&f);
 	teardown(&f);
 }
